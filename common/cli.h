@@ -1,0 +1,54 @@
+// Command line of the per-step benchmark executables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gemm {
+
+// Exit codes of every step executable (and of the GPU test suite where they apply).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitWrongResult = 1;  // a check failed: C differs from the reference
+inline constexpr int kExitUsage = 2;        // bad command line
+inline constexpr int kExitNoGpu = 3;        // no usable CUDA GPU
+inline constexpr int kExitResources = 4;    // problem does not fit in memory, or CUDA failed
+inline constexpr int kExitSkipped = 77;     // test suites: "skipped" for meson (no GPU)
+
+struct Shape {
+  int m = 0;
+  int n = 0;
+  int k = 0;
+  std::string text() const;  // "4096x4096x4096"
+  double flops() const { return 2.0 * m * n * k; }
+  bool operator==(Shape const&) const = default;
+};
+
+struct Options {
+  std::vector<Shape> shapes;  // default: 4096^3
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  int warmup = 5;
+  int repeats = 21;
+  bool csv = false;
+  std::optional<std::uint64_t> seed;  // default: a fresh seed per run, printed
+  bool help = false;
+};
+
+struct ParseResult {
+  std::optional<Options> options;  // set on success
+  std::string error;               // set on failure: what was wrong, in one line
+};
+
+// Parses the arguments after the program name. Never throws, never exits.
+ParseResult parse_command_line(std::span<char const* const> args);
+
+// Parses "4096" (square) or "1000x3000x2000" (m x n x k); nullopt with `error` set otherwise.
+std::optional<Shape> parse_shape(std::string_view text, std::string& error);
+
+std::string usage(std::string_view program);
+
+}  // namespace gemm

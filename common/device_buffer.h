@@ -1,0 +1,83 @@
+// Owning device allocations, and a HostMatrix's whole buffer (guard bands included) on the GPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cuda_check.h"
+#include "verify.h"
+
+namespace gemm {
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    check_cuda(cudaMalloc(&data_, count * sizeof(T)), "cudaMalloc");
+  }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+  DeviceBuffer(DeviceBuffer const&) = delete;
+  DeviceBuffer& operator=(DeviceBuffer const&) = delete;
+
+  T* get() const { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// The device copy of a HostMatrix, stored as element type T (float for the FP32 steps; a
+// 16-bit type for tensor-core steps, converted on upload). The host side always holds floats:
+// every value the harness generates is exactly representable in T.
+template <typename T>
+class DeviceMatrix {
+ public:
+  explicit DeviceMatrix(HostMatrix const& host)
+      : layout_(host.layout), buffer_(host.layout.buffer_elements()) {
+    upload(host);
+  }
+
+  // Element (0, 0): the pointer a GEMM call receives.
+  T* data() const { return buffer_.get() + layout_.front; }
+  MatrixLayout const& layout() const { return layout_; }
+
+  void upload(HostMatrix const& host) {
+    if constexpr (std::is_same_v<T, float>) {
+      check_cuda(cudaMemcpy(buffer_.get(), host.data.data(), bytes(), cudaMemcpyHostToDevice),
+                 "cudaMemcpy (upload)");
+    } else {
+      std::vector<T> converted(host.data.begin(), host.data.end());
+      check_cuda(cudaMemcpy(buffer_.get(), converted.data(), bytes(), cudaMemcpyHostToDevice),
+                 "cudaMemcpy (upload)");
+    }
+  }
+
+  void download(HostMatrix& host) const {
+    if constexpr (std::is_same_v<T, float>) {
+      check_cuda(cudaMemcpy(host.data.data(), buffer_.get(), bytes(), cudaMemcpyDeviceToHost),
+                 "cudaMemcpy (download)");
+    } else {
+      std::vector<T> converted(host.data.size());
+      check_cuda(cudaMemcpy(converted.data(), buffer_.get(), bytes(), cudaMemcpyDeviceToHost),
+                 "cudaMemcpy (download)");
+      for (std::size_t i = 0; i < converted.size(); ++i)
+        host.data[i] = static_cast<float>(converted[i]);
+    }
+  }
+
+ private:
+  std::size_t bytes() const { return buffer_.size() * sizeof(T); }
+
+  MatrixLayout layout_;
+  DeviceBuffer<T> buffer_;
+};
+
+}  // namespace gemm

@@ -1,0 +1,37 @@
+// The step contract: the one entry point every FP32 step defines.
+//
+//   C = alpha * A * B + beta * C      (row-major, BLAS-style)
+//
+//   A is m x k with leading dimension lda >= k  (element (i, p) at A[i * lda + p])
+//   B is k x n with leading dimension ldb >= n  (element (p, j) at B[p * ldb + j])
+//   C is m x n with leading dimension ldc >= n  (element (i, j) at C[i * ldc + j])
+//
+// Rules every step keeps (the shared GPU suite checks each of them):
+//   - correct for every m, n, k >= 1 and every leading dimension >= the row length, for any
+//     float-aligned pointers (a fast path may need 16-byte alignment; the step then falls back);
+//   - beta == 0 means C is not read, as in BLAS, so NaN or garbage in C does not leak into it;
+//   - nothing outside the m x n submatrix of C is written (the columns n..ldc-1 are not ours);
+//   - invalid arguments throw std::invalid_argument with a message naming the argument;
+//     a failed launch throws std::runtime_error. Neither leaves C half-written on purpose.
+//
+// The call is asynchronous like any kernel launch: it enqueues work on `stream` and returns.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace gemm {
+
+// Defined once in every FP32 step (steps/NN_name/*.cu).
+void sgemm(int m, int n, int k, float alpha, float const* A, int lda, float const* B, int ldb,
+           float beta, float* C, int ldc, cudaStream_t stream);
+
+// Throws std::invalid_argument naming the first bad argument. Every step calls it first, so the
+// rules above are written once. `routine` prefixes the message (e.g. "sgemm").
+void check_gemm_arguments(char const* routine, int m, int n, int k, void const* A, int lda,
+                          void const* B, int ldb, void const* C, int ldc);
+
+// Throws std::runtime_error if the last launch on this thread failed (bad configuration,
+// too much shared memory, ...). Steps call it right after their launches.
+void check_launch(char const* routine);
+
+}  // namespace gemm

@@ -1,0 +1,84 @@
+#include <cmath>
+#include <vector>
+
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "gpu_reference.h"
+
+namespace gemm {
+namespace {
+
+// dense[r * cols + c] = (absolute ? |x| : x) for x = src[r * ld + c], widened to double.
+__global__ void widen_kernel(float const* src, int rows, int cols, int ld, bool absolute,
+                             double* dense) {
+  std::size_t const count = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::size_t const r = i / cols;
+    std::size_t const c = i % cols;
+    double const x = src[r * ld + c];
+    dense[i] = absolute ? fabs(x) : x;
+  }
+}
+
+void widen(float const* src, MatrixLayout const& layout, bool absolute, double* dense) {
+  widen_kernel<<<1024, 256>>>(src, layout.rows, layout.cols, layout.ld, absolute, dense);
+  check_cuda(cudaGetLastError(), "widen_kernel launch");
+}
+
+// Row-major C (m x n) = alpha * A (m x k) * B (k x n) + beta * C, all dense, through the
+// column-major DGEMM: the row-major C is the column-major C^T = B^T * A^T.
+void dgemm_row_major(cublasHandle_t handle, int m, int n, int k, double alpha, double const* A,
+                     double const* B, double beta, double* C) {
+  check_cublas(
+      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n),
+      "cublasDgemm (reference)");
+}
+
+}  // namespace
+
+std::size_t reference_gemm_gpu_bytes(int m, int n, int k) {
+  return sizeof(double) * (static_cast<std::size_t>(m) * k + static_cast<std::size_t>(k) * n +
+                           static_cast<std::size_t>(m) * n);
+}
+
+Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, float const* A,
+                             MatrixLayout const& a_layout, float const* B,
+                             MatrixLayout const& b_layout, float beta, float const* C0,
+                             MatrixLayout const& c_layout, double unit_roundoff) {
+  int const m = a_layout.rows;
+  int const k = a_layout.cols;
+  int const n = b_layout.cols;
+  std::size_t const mn = static_cast<std::size_t>(m) * n;
+  DeviceBuffer<double> a64(static_cast<std::size_t>(m) * k);
+  DeviceBuffer<double> b64(static_cast<std::size_t>(k) * n);
+  DeviceBuffer<double> c64(mn);
+
+  cudaStream_t stream = nullptr;
+  check_cublas(cublasGetStream(handle, &stream), "cublasGetStream");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+
+  // Two passes over the same buffers: signed values give the result, absolute values the
+  // magnitude sum_p |a_ip b_pj| + |beta c0| that scales the error bound.
+  std::vector<double> value(mn);
+  std::vector<double> magnitude(mn);
+  for (bool const absolute : {false, true}) {
+    widen(A, a_layout, absolute, a64.get());
+    widen(B, b_layout, absolute, b64.get());
+    if (beta != 0.0f) {
+      widen(C0, c_layout, absolute, c64.get());
+    } else {
+      check_cuda(cudaMemset(c64.get(), 0, mn * sizeof(double)), "cudaMemset");
+    }
+    check_cuda(cudaDeviceSynchronize(), "widen");
+    double const a = absolute ? std::fabs(static_cast<double>(alpha)) : alpha;
+    double const b = absolute ? std::fabs(static_cast<double>(beta)) : beta;
+    dgemm_row_major(handle, m, n, k, a, a64.get(), b64.get(), b, c64.get());
+    auto& out = absolute ? magnitude : value;
+    check_cuda(cudaMemcpy(out.data(), c64.get(), mn * sizeof(double), cudaMemcpyDeviceToHost),
+               "cudaMemcpy (reference)");
+  }
+  return reference_from_magnitude(m, n, k, std::move(value), magnitude, unit_roundoff);
+}
+
+}  // namespace gemm

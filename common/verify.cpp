@@ -1,0 +1,196 @@
+#include "verify.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace gemm {
+
+bool MatrixLayout::is_element(std::size_t buffer_index) const {
+  if (buffer_index < front) return false;
+  std::size_t const offset = buffer_index - front;
+  std::size_t const row = offset / static_cast<std::size_t>(ld);
+  std::size_t const col = offset % static_cast<std::size_t>(ld);
+  return row < static_cast<std::size_t>(rows) && col < static_cast<std::size_t>(cols);
+}
+
+float bits_to_float(std::uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
+std::uint32_t float_to_bits(float value) {
+  return std::bit_cast<std::uint32_t>(value);
+}
+
+std::uint64_t Random::next() {
+  state_ += 0x9e3779b97f4a7c15ull;
+  std::uint64_t z = state_;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+float Random::nonzero_uniform() {
+  for (;;) {
+    // 24 random bits give every float in [-1, 1) on a grid of 2^-23; skip the single zero.
+    auto const bits = static_cast<std::int32_t>(next() >> 40);  // 0 .. 2^24 - 1
+    float const value = static_cast<float>(bits - (1 << 23)) * 0x1p-23f;
+    if (value != 0.0f) return value;
+  }
+}
+
+namespace {
+
+template <typename ElementValue>
+void fill(HostMatrix& matrix, ElementValue element_value) {
+  MatrixLayout const& l = matrix.layout;
+  float const guard = bits_to_float(kGuardBits);
+  std::fill(matrix.data.begin(), matrix.data.end(), guard);
+  for (int r = 0; r < l.rows; ++r) {
+    for (int c = 0; c < l.cols; ++c)
+      matrix.at(r, c) = element_value();
+  }
+}
+
+}  // namespace
+
+void fill_random(HostMatrix& matrix, Random& random) {
+  fill(matrix, [&] { return random.nonzero_uniform(); });
+}
+
+void fill_constant(HostMatrix& matrix, float value) {
+  fill(matrix, [=] { return value; });
+}
+
+double error_bound(double magnitude, int k, double unit_roundoff) {
+  double const terms = static_cast<double>(k) + 2.0;
+  double const gamma = terms * unit_roundoff / (1.0 - terms * unit_roundoff);
+  // Products of values in the subnormal range lose relative accuracy; a few times the
+  // smallest normal float absorbs that without hiding any real error.
+  double const underflow_slack = 4.0 * static_cast<double>(std::numeric_limits<float>::min());
+  return gamma * magnitude + underflow_slack;
+}
+
+Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const& B, float beta,
+                             HostMatrix const& C0, double unit_roundoff) {
+  int const m = A.layout.rows;
+  int const k = A.layout.cols;
+  int const n = B.layout.cols;
+  if (B.layout.rows != k || C0.layout.rows != m || C0.layout.cols != n) {
+    throw std::invalid_argument("reference_gemm_cpu: shapes of A, B and C do not match");
+  }
+  Reference ref;
+  ref.m = m;
+  ref.n = n;
+  ref.value.assign(static_cast<std::size_t>(m) * n, 0.0);
+  ref.bound.assign(static_cast<std::size_t>(m) * n, 0.0);
+  std::vector<double> row_value(n);
+  std::vector<double> row_magnitude(n);
+  for (int i = 0; i < m; ++i) {
+    std::fill(row_value.begin(), row_value.end(), 0.0);
+    std::fill(row_magnitude.begin(), row_magnitude.end(), 0.0);
+    for (int p = 0; p < k; ++p) {
+      double const a = A.at(i, p);
+      for (int j = 0; j < n; ++j) {
+        double const b = B.at(p, j);
+        row_value[j] += a * b;
+        row_magnitude[j] += std::fabs(a * b);
+      }
+    }
+    for (int j = 0; j < n; ++j) {
+      double value = static_cast<double>(alpha) * row_value[j];
+      double magnitude = std::fabs(static_cast<double>(alpha)) * row_magnitude[j];
+      if (beta != 0.0f) {  // beta == 0: C0 is not read, as in BLAS
+        value += static_cast<double>(beta) * C0.at(i, j);
+        magnitude += std::fabs(static_cast<double>(beta) * C0.at(i, j));
+      }
+      std::size_t const out = static_cast<std::size_t>(i) * n + j;
+      ref.value[out] = value;
+      ref.bound[out] = error_bound(magnitude, k, unit_roundoff);
+    }
+  }
+  return ref;
+}
+
+Reference reference_from_magnitude(int m, int n, int k, std::vector<double> value,
+                                   std::vector<double> const& magnitude, double unit_roundoff) {
+  std::size_t const count = static_cast<std::size_t>(m) * n;
+  if (value.size() != count || magnitude.size() != count) {
+    throw std::invalid_argument("reference_from_magnitude: arrays do not hold m x n elements");
+  }
+  Reference ref;
+  ref.m = m;
+  ref.n = n;
+  ref.value = std::move(value);
+  ref.bound.resize(count);
+  for (std::size_t i = 0; i < count; ++i)
+    ref.bound[i] = error_bound(magnitude[i], k, unit_roundoff);
+  return ref;
+}
+
+CheckResult check_result(HostMatrix const& C, Reference const& reference) {
+  MatrixLayout const& l = C.layout;
+  if (l.rows != reference.m || l.cols != reference.n) {
+    throw std::invalid_argument("check_result: C and the reference differ in shape");
+  }
+  CheckResult result;
+  double error_squares = 0.0;
+  double reference_squares = 0.0;
+  for (int i = 0; i < l.rows; ++i) {
+    for (int j = 0; j < l.cols; ++j) {
+      std::size_t const r = static_cast<std::size_t>(i) * l.cols + j;
+      double const value = C.at(i, j);
+      double const expected = reference.value[r];
+      double const error = std::fabs(value - expected);
+      ++result.checked;
+      // Written so that NaN fails: every comparison with NaN is false.
+      bool const ok = error <= reference.bound[r];
+      double const ratio = std::isfinite(error) ? error / reference.bound[r]
+                                                : std::numeric_limits<double>::infinity();
+      if (!ok) ++result.failures;
+      if (ratio > result.worst_ratio || result.worst_row < 0) {
+        result.worst_ratio = ratio;
+        result.worst_row = i;
+        result.worst_col = j;
+        result.worst_value = value;
+        result.worst_expected = expected;
+      }
+      error_squares +=
+          std::isfinite(error) ? error * error : std::numeric_limits<double>::infinity();
+      reference_squares += expected * expected;
+    }
+  }
+  result.relative_error = reference_squares > 0.0 ? std::sqrt(error_squares / reference_squares)
+                                                  : std::sqrt(error_squares);
+
+  for (std::size_t i = 0; i < C.data.size(); ++i) {
+    if (l.is_element(i)) continue;
+    if (float_to_bits(C.data[i]) != kGuardBits) {
+      if (result.guard_violations == 0) result.first_guard_violation = i;
+      ++result.guard_violations;
+    }
+  }
+  return result;
+}
+
+std::string CheckResult::summary() const {
+  char line[256];
+  if (passed()) {
+    std::snprintf(line, sizeof line, "pass (max err/bound %.3g, rel err %.2g)", worst_ratio,
+                  relative_error);
+  } else if (failures > 0) {
+    std::snprintf(line, sizeof line,
+                  "FAIL: %zu of %zu elements outside the bound; worst C[%d][%d] = %.9g, expected "
+                  "%.9g (err/bound %.3g)%s",
+                  failures, checked, worst_row, worst_col, worst_value, worst_expected, worst_ratio,
+                  guard_violations > 0 ? "; guard band overwritten too" : "");
+  } else {
+    std::snprintf(line, sizeof line,
+                  "FAIL: %zu guard-band elements overwritten (first at buffer index %zu)",
+                  guard_violations, first_guard_violation);
+  }
+  return line;
+}
+
+}  // namespace gemm

@@ -1,0 +1,123 @@
+// Host-side data and checking shared by the benchmark harness and the GPU test suite:
+// random matrices, guard bands, a float64 reference with a per-element error bound, and the
+// comparison that decides pass or fail.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gemm {
+
+// A row-major matrix stored with leading dimension ld >= cols, inside a buffer that starts
+// `front` elements before element (0, 0) and ends `back` elements after the last row. The
+// elements outside the rows x cols block (front band, back band, the padding columns
+// cols..ld-1 of every row) form the guard band: a kernel must never write them.
+struct MatrixLayout {
+  int rows = 0;
+  int cols = 0;
+  int ld = 0;
+  std::size_t front = 0;
+  std::size_t back = 0;
+
+  std::size_t buffer_elements() const {
+    return front + static_cast<std::size_t>(rows) * static_cast<std::size_t>(ld) + back;
+  }
+  // Buffer index of element (row, col).
+  std::size_t index(int row, int col) const {
+    return front + static_cast<std::size_t>(row) * static_cast<std::size_t>(ld) +
+           static_cast<std::size_t>(col);
+  }
+  bool is_element(std::size_t buffer_index) const;
+};
+
+// A matrix plus its whole buffer on the host; element (r, c) is data[layout.index(r, c)].
+struct HostMatrix {
+  MatrixLayout layout;
+  std::vector<float> data;
+
+  explicit HostMatrix(MatrixLayout const& l, float fill = 0.0f)
+      : layout(l), data(l.buffer_elements(), fill) {}
+  float& at(int row, int col) { return data[layout.index(row, col)]; }
+  float at(int row, int col) const { return data[layout.index(row, col)]; }
+};
+
+// Bit patterns the checks look for. Both are quiet NaNs, so any arithmetic that reads them
+// produces NaN, which always fails the element check.
+inline constexpr std::uint32_t kGuardBits = 0x7fc0d00du;   // guard bands: must stay untouched
+inline constexpr std::uint32_t kPoisonBits = 0x7fc00badu;  // C before a beta == 0 call
+float bits_to_float(std::uint32_t bits);
+std::uint32_t float_to_bits(float value);
+
+// A small, fast, seedable generator (splitmix64): the same seed gives the same matrices on
+// every machine, so a failure can be reproduced from the seed the checker prints.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  // Uniform in [-1, 1], never exactly zero (zeros hide unwritten outputs and wrong indexing).
+  float nonzero_uniform();
+
+ private:
+  std::uint64_t state_;
+};
+
+// Fills the rows x cols block with nonzero_uniform() values and the guard band with kGuardBits.
+void fill_random(HostMatrix& matrix, Random& random);
+// Fills the rows x cols block with `value` and the guard band with kGuardBits.
+void fill_constant(HostMatrix& matrix, float value);
+
+// The expected result, element (i, j) at [i * n + j]: `value` is alpha*A*B + beta*C0 in float64,
+// `bound` the largest error a correct FP32 computation may have there (see error_bound).
+struct Reference {
+  int m = 0;
+  int n = 0;
+  std::vector<double> value;
+  std::vector<double> bound;
+};
+
+// Rounding-error bound for one element of a GEMM computed in a format with unit roundoff u and
+// any summation order (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1):
+//   |c - exact| <= gamma(k + 2) * (|alpha| * sum_p |a_ip| |b_pj| + |beta| |c0|),
+//   gamma(n) = n u / (1 - n u).
+// `magnitude` is the bracket. The k + 2 covers the k-term dot product plus the alpha and beta
+// products; a tiny absolute term covers underflow. A correct result always meets it, whatever
+// the order of its additions (split-K, tree reductions, FMA or not).
+double error_bound(double magnitude, int k, double unit_roundoff);
+
+// FP32 unit roundoff: 2^-24.
+inline constexpr double kFloatUnitRoundoff = 0x1p-24;
+
+// Plain triple-loop float64 reference on the CPU; for the small shapes of the test suite.
+// With beta == 0, C0 is not read (it may hold NaN), as the contract says.
+Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const& B, float beta,
+                             HostMatrix const& C0, double unit_roundoff);
+
+// Builds a Reference from float64 `value` and `magnitude` arrays (m x n, dense), e.g. computed
+// on the GPU by two DGEMMs.
+Reference reference_from_magnitude(int m, int n, int k, std::vector<double> value,
+                                   std::vector<double> const& magnitude, double unit_roundoff);
+
+// What the comparison found.
+struct CheckResult {
+  std::size_t checked = 0;
+  std::size_t failures = 0;          // elements outside their bound (NaN/Inf included)
+  std::size_t guard_violations = 0;  // guard-band elements that changed
+  double worst_ratio = 0.0;          // max |c - ref| / bound (inf for NaN/Inf)
+  int worst_row = -1;
+  int worst_col = -1;
+  double worst_value = 0.0;
+  double worst_expected = 0.0;
+  double relative_error = 0.0;  // ||c - ref||_F / ||ref||_F, for reporting only
+  std::size_t first_guard_violation = 0;
+
+  bool passed() const { return failures == 0 && guard_violations == 0; }
+  std::string summary() const;  // one line, e.g. "pass (max err/bound 0.003, rel err 2.1e-07)"
+};
+
+// Compares every element of the result block of C with the reference and checks that every
+// guard-band element still holds kGuardBits.
+CheckResult check_result(HostMatrix const& C, Reference const& reference);
+
+}  // namespace gemm
