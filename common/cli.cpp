@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -106,7 +107,8 @@ ParseResult parse_command_line(std::span<char const* const> args) {
       if (!value)
         return fail("--seed '" + std::string(*text) + "' must be a non-negative whole number");
       options.seed = *value;
-    } else if (arg.starts_with("-") && !arg.empty()) {
+    } else if (arg.size() > 1 && arg[0] == '-' &&
+               !std::isdigit(static_cast<unsigned char>(arg[1]))) {
       return fail("unknown option '" + std::string(arg) + "'");
     } else {
       std::string error;

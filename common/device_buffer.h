@@ -49,6 +49,8 @@ class DeviceMatrix {
   T* data() const { return buffer_.get() + layout_.front; }
   MatrixLayout const& layout() const { return layout_; }
 
+  // Returns when the data is on the device. (A cudaMemcpy from pageable memory may return
+  // before its DMA lands; a kernel on a non-blocking stream would then read stale memory.)
   void upload(HostMatrix const& host) {
     if constexpr (std::is_same_v<T, float>) {
       check_cuda(cudaMemcpy(buffer_.get(), host.data.data(), bytes(), cudaMemcpyHostToDevice),
@@ -58,6 +60,7 @@ class DeviceMatrix {
       check_cuda(cudaMemcpy(buffer_.get(), converted.data(), bytes(), cudaMemcpyHostToDevice),
                  "cudaMemcpy (upload)");
     }
+    check_cuda(cudaDeviceSynchronize(), "upload");
   }
 
   void download(HostMatrix& host) const {

@@ -15,6 +15,7 @@
 #include "gpu_reference.h"
 #include "precision.h"
 #include "report.h"
+#include "timer.h"
 #include "verify.h"
 
 namespace gemm {
@@ -63,37 +64,6 @@ void require_memory(Shape const& s, ProblemLayouts const& l) {
                       gib(double(free_bytes)) + " free of " + gib(double(total_bytes)));
   }
 }
-
-// Median time of `launch` in milliseconds, from CUDA events around each run.
-class EventTimer {
- public:
-  explicit EventTimer(cudaStream_t stream) : stream_(stream) {
-    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
-    check_cuda(cudaEventCreate(&stop_), "cudaEventCreate");
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(EventTimer const&) = delete;
-  EventTimer& operator=(EventTimer const&) = delete;
-
-  template <typename Launch>
-  double time_ms(Launch&& launch) {
-    check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    launch();
-    check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms;
-  }
-
- private:
-  cudaStream_t stream_;
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-};
 
 struct Context {
   std::string step;

@@ -1,0 +1,42 @@
+// Timing with CUDA events: the time between two events recorded on the stream around the work,
+// measured by the GPU itself, so host-side launch overhead and clock reads stay out of it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda_check.h"
+
+namespace gemm {
+
+class EventTimer {
+ public:
+  explicit EventTimer(cudaStream_t stream) : stream_(stream) {
+    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(EventTimer const&) = delete;
+  EventTimer& operator=(EventTimer const&) = delete;
+
+  // Milliseconds that `launch` (which enqueues work on the stream) took on the GPU.
+  template <typename Launch>
+  double time_ms(Launch&& launch) {
+    check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    launch();
+    check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0.0f;
+    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+}  // namespace gemm
