@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +18,52 @@ __host__ __device__ constexpr int ceil_div(int extent, int tile) {
 // With beta == 0 the old value is never read, so NaN left in C cannot leak into the result.
 __device__ __forceinline__ void store_scaled(float* c, float acc, float alpha, float beta) {
   *c = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * *c;
+}
+
+// Whether 16-byte (float4) accesses are legal on a row-major matrix: the pointer is 16-byte
+// aligned and the leading dimension a multiple of 4, so every row starts 16-byte aligned.
+inline bool rows_are_16_byte_aligned(void const* pointer, int ld) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
+}
+
+// Reads the 4 floats row[col .. col+3], with zeros for the ones at or beyond `cols`.
+// kVector: the row is 16-byte aligned (rows_are_16_byte_aligned) and col a multiple of 4, so a
+// full group is one 16-byte load; otherwise, and for a partial group, 4 guarded scalar loads.
+template <bool kVector>
+__device__ __forceinline__ float4 load_float4_or_zero(float const* row, int col, int cols) {
+  if (kVector && col + 3 < cols) return *reinterpret_cast<float4 const*>(row + col);
+  float4 v;
+  v.x = col + 0 < cols ? row[col + 0] : 0.0f;
+  v.y = col + 1 < cols ? row[col + 1] : 0.0f;
+  v.z = col + 2 < cols ? row[col + 2] : 0.0f;
+  v.w = col + 3 < cols ? row[col + 3] : 0.0f;
+  return v;
+}
+
+// The epilogue for 4 consecutive elements row[col .. col+3]: c = alpha * acc + beta * c for
+// those below `cols`. kVector as in load_float4_or_zero: one 16-byte store (and load, when
+// beta != 0) for a full group.
+template <bool kVector>
+__device__ __forceinline__ void store_scaled_float4(float* row, int col, int cols, float4 acc,
+                                                    float alpha, float beta) {
+  if (kVector && col + 3 < cols) {
+    float4* out = reinterpret_cast<float4*>(row + col);
+    float4 r = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
+    if (beta != 0.0f) {
+      float4 const old = *out;
+      r.x += beta * old.x;
+      r.y += beta * old.y;
+      r.z += beta * old.z;
+      r.w += beta * old.w;
+    }
+    *out = r;
+    return;
+  }
+  float const values[4] = {acc.x, acc.y, acc.z, acc.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (col + i < cols) store_scaled(row + col + i, values[i], alpha, beta);
+  }
 }
 
 // A 2D grid of blocks_x * blocks_y blocks. CUDA allows up to 2^31 - 1 blocks in x but only

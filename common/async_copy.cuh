@@ -1,0 +1,44 @@
+// Asynchronous global -> shared copies (cp.async, sm_80 and later), introduced in step 10.
+//
+// A cp.async is issued like a load but its data goes straight into shared memory without
+// passing through registers, and the issuing thread does not wait for it. Copies are grouped:
+// commit_group closes the group of copies issued since the last commit, and
+// wait_group<N> blocks until at most N groups are still in flight. A __syncthreads() after
+// the wait makes every thread's copies visible to the whole block.
+//
+// `src_bytes` < copy size zero-fills the rest of the destination: 0 copies nothing and writes
+// zeros, which is how edge tiles are padded without a branch. The source address must still be
+// a valid address aligned to the copy size, even when nothing is read from it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace gemm {
+
+__device__ __forceinline__ unsigned shared_address(void const* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+// 4 bytes, through L1 (.ca: the only caching mode allowed below 16 bytes).
+__device__ __forceinline__ void cp_async_4(float* dst, float const* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 4 : 0));
+}
+
+// 16 bytes, bypassing L1 (.cg): the data is used once from shared memory, caching it in L1
+// would only evict something else. dst and src must be 16-byte aligned.
+__device__ __forceinline__ void cp_async_16(float* dst, float const* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int kGroupsStillInFlight>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kGroupsStillInFlight));
+}
+
+}  // namespace gemm
