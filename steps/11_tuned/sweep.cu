@@ -41,14 +41,14 @@ Candidate candidate(std::string name) {
 std::vector<Candidate> candidates() {
   using namespace tuned;
   return {
-      candidate<TileConfig<128, 256, 16, 64, 64, 4, 3, 1>>("128x256x16 w64x64 l4x8 s3"),
-      candidate<TileConfig<128, 256, 16, 64, 64, 4, 4, 1>>("128x256x16 w64x64 l4x8 s4"),
-      candidate<TileConfig<128, 256, 16, 64, 64, 8, 3, 1>>("128x256x16 w64x64 l8x4 s3"),
-      candidate<TileConfig<256, 128, 16, 64, 64, 4, 3, 1>>("256x128x16 w64x64 l4x8 s3"),
-      candidate<TileConfig<128, 256, 8, 64, 64, 4, 4, 1>>("128x256x8 w64x64 l4x8 s4"),
-      candidate<TileConfig<256, 128, 8, 64, 64, 4, 4, 1>>("256x128x8 w64x64 l4x8 s4"),
       candidate<TileConfig<128, 128, 16, 32, 64, 4, 3, 2>>("128x128x16 w32x64 l4x8 s3"),
-      candidate<TileConfig<128, 128, 8, 32, 64, 4, 4, 2>>("128x128x8 w32x64 l4x8 s4"),
+      candidate<TileConfig<128, 128, 16, 32, 64, 4, 4, 2>>("128x128x16 w32x64 l4x8 s4"),
+      candidate<TileConfig<128, 128, 32, 32, 64, 4, 3, 2>>("128x128x32 w32x64 l4x8 s3"),
+      candidate<TileConfig<128, 128, 32, 32, 64, 4, 2, 2>>("128x128x32 w32x64 l4x8 s2"),
+      candidate<TileConfig<128, 128, 16, 64, 32, 8, 3, 2>>("128x128x16 w64x32 l8x4 s3"),
+      candidate<TileConfig<128, 64, 16, 32, 64, 4, 4, 4>>("128x64x16 w32x64 l4x8 s4"),
+      candidate<TileConfig<64, 128, 16, 32, 64, 4, 4, 4>>("64x128x16 w32x64 l4x8 s4"),
+      candidate<TileConfig<128, 256, 16, 64, 64, 4, 3, 1>>("128x256x16 w64x64 l4x8 s3"),
   };
 }
 
@@ -120,9 +120,9 @@ int main(int argc, char** argv) {
     };
     std::vector<Row> rows;
     for (auto const& c : all) {
-      for (int splits : {1, 2, 3, 4, 6}) {
+      for (int splits : {1, 2, 3, 4}) {
         if (splits > 1 && s.k / splits < 256) continue;
-        for (int group_m : {4, 8, 16}) {
+        for (int group_m : {8, 16}) {
           if (splits > 1 && group_m != 8) continue;
           tuned::LaunchPlan const plan{splits, group_m};
           auto run = [&] {

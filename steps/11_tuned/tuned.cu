@@ -371,50 +371,45 @@ void launch(LaunchPlan const& plan, int m, int n, int k, float alpha, float cons
   }
 }
 
-// The two configurations the launcher chooses between (the sweep's winners, README.md).
-using LargeTile = TileConfig<128, 256, 16, 64, 64, 4, 3, 1>;   // 256 threads, 1 block per SM
-using MediumTile = TileConfig<128, 128, 16, 32, 64, 4, 3, 2>;  // 256 threads, 2 blocks per SM
+// The configuration the sweep kept (README.md, "Tuning"): 64 x 128 x 16 tiles, 4 warps of
+// 32 x 64, 8 x 8 results per thread, 4 stages (49 KB), FOUR blocks per SM. Smaller than the
+// 128 x 256 tile the sweep also tried, but 16 resident warps per SM hide latency that 8 big
+// ones cannot.
+using Tile = TileConfig<64, 128, 16, 32, 64, 4, 4, 4>;
 
-// Relative FMA rate of one SM running each configuration, measured by the sweep at 8192^3
-// (large grids, no wave effects): the large tile's is 1.
-constexpr double kLargeTileRate = 1.0;
-constexpr double kMediumTileRate = 0.94;
+// A last, partial wave that leaves q < kMinBlocksPerSM blocks on each SM finishes sooner than
+// a full one, but the SM does not get q / 4 of the time: its throughput drops with fewer
+// warps. Modeled as max(q / kMinBlocksPerSM, kLoneWaveFloor), fitted to the sweep.
+constexpr double kLoneWaveFloor = 0.4;
 
-// Estimated time of a plan, in units of "one SM computing one large tile over K": the number
-// of waves the blocks need times the time of one wave. Split-K pays for its atomic epilogue
-// with a small per-split surcharge.
-double estimated_time(int m, int n, int k, int bm, int bn, int blocks_per_sm, double rate,
-                      int splits, int sms) {
-  long long const tiles = static_cast<long long>(ceil_div(m, bm)) * ceil_div(n, bn);
-  long long const slots = static_cast<long long>(sms) * blocks_per_sm;
-  long long const waves = (tiles * splits + slots - 1) / slots;
-  double const block_time = (double(bm) * bn * k / splits) * blocks_per_sm / rate;
-  return waves * block_time * (1.0 + 0.03 * (splits - 1));
+// Estimated time of a plan with `splits` K splits, in units of "one full wave of blocks, each
+// over all of K". Split-K pays a small surcharge per split for the beta pass and the atomic
+// adds into C.
+double estimated_time(int m, int n, int splits, int sms) {
+  long long const blocks =
+      static_cast<long long>(ceil_div(m, Tile::kBM)) * ceil_div(n, Tile::kBN) * splits;
+  long long const slots = static_cast<long long>(sms) * Tile::kMinBlocksPerSM;
+  long long const full_waves = blocks / slots;
+  long long const rest = blocks % slots;
+  double waves = static_cast<double>(full_waves);
+  if (rest > 0) {
+    long long const blocks_per_sm = (rest + sms - 1) / sms;  // on the busiest SM
+    waves += std::max(static_cast<double>(blocks_per_sm) / Tile::kMinBlocksPerSM, kLoneWaveFloor);
+  }
+  return waves / splits * (1.0 + 0.03 * (splits - 1));
 }
 
-struct Choice {
-  bool large = true;
-  LaunchPlan plan;
-};
-
-// Tries both tiles with 1 .. 8 K splits (each split at least 256 deep) and keeps the fastest
-// estimate. Large square problems get the large tile unsplit; 1000x3000x2000 (96 large tiles
-// for 132 SMs) gets split K.
-Choice choose_plan(int m, int n, int k, int sms) {
-  Choice best;
-  double best_time = -1.0;
-  for (bool const large : {true, false}) {
-    for (int splits = 1; splits <= 8; ++splits) {
-      if (splits > 1 && k / splits < 256) break;
-      double const t = large ? estimated_time(m, n, k, LargeTile::kBM, LargeTile::kBN, 1,
-                                              kLargeTileRate, splits, sms)
-                             : estimated_time(m, n, k, MediumTile::kBM, MediumTile::kBN, 2,
-                                              kMediumTileRate, splits, sms);
-      if (best_time < 0.0 || t < best_time) {
-        best_time = t;
-        best.large = large;
-        best.plan.splits = splits;
-      }
+// The number of K splits (1 to 8, each at least 256 deep) with the smallest estimate.
+// On 132 SMs: 4096^3, 8192^3 and 1000x3000x2000: 1; 4097^3: 2 (its 2145 tiles fill 4.06
+// waves of 528 slots, and the last one is nearly empty).
+int choose_splits(int m, int n, int k, int sms) {
+  int best = 1;
+  double best_time = estimated_time(m, n, 1, sms);
+  for (int splits = 2; splits <= 8 && k / splits >= 256; ++splits) {
+    double const t = estimated_time(m, n, splits, sms);
+    if (t < best_time) {
+      best = splits;
+      best_time = t;
     }
   }
   return best;
@@ -435,13 +430,8 @@ void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, floa
                  float beta, float* C, int ldc, cudaStream_t stream) {
   char const* const routine = "sgemm (step 11_tuned)";
   check_gemm_arguments(routine, m, n, k, A, lda, B, ldb, C, ldc);
-  tuned::Choice const choice = tuned::choose_plan(m, n, k, tuned::sm_count());
-  if (choice.large) {
-    tuned::launch<tuned::LargeTile>(choice.plan, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
-                                    stream);
-  } else {
-    tuned::launch<tuned::MediumTile>(choice.plan, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
-                                     stream);
-  }
+  tuned::LaunchPlan plan;
+  plan.splits = tuned::choose_splits(m, n, k, tuned::sm_count());
+  tuned::launch<tuned::Tile>(plan, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
   check_launch(routine);
 }
