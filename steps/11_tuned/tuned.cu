@@ -1,20 +1,25 @@
 // Step 11: tuned for the H100/H200.
 //
-// Step 10's kernel (warp tiles, cp.async multi-stage pipeline) with what the sweep and the
-// profiler said it still lacked:
-//   1. A bigger block tile where the grid is large: 256 x 128 with 8 warps of 64 x 64 and a
-//      16 x 8 register tile per thread (128 accumulators). Per k step a thread issues 6 LDS.128
-//      for 128 FFMAs (step 10: 4 for 64), so more of the issue slots go to FFMA. One such block
-//      fits per SM (about 200 registers per thread), like the cuBLAS kernel.
-//   2. Grouped block order: consecutive blocks walk down kGroupM block rows before moving
-//      right, so the blocks in flight share their A and B panels in L2.
-//   3. Wave quantization handled by the launcher: when the tiles would leave SMs idle in the
-//      last wave (4097^3, 1000x3000x2000), K is split across blocks (split-K). Each split
-//      adds alpha * (its partial product) into C with atomics, after C was scaled by beta.
-//   4. Rows of B that are not 16-byte aligned (odd ldb, offset pointers, 4097^3) take 4-byte
+// Step 10's pipeline (cp.async, warp tiles, A transposed in shared memory) with what the
+// profiler and a sweep over tile shapes (sweep.cu, README.md) said it still lacked:
+//   1. Cheap copies. Step 10 recomputes every copy's address and bounds check in every k tile;
+//      here each thread works out its source pointers once (TileCopier) and advances them by
+//      kBK, so a copy costs one LDGSTS and an add. Rows below A are clamped instead of
+//      predicated (they only feed rows of C that are never stored), and the K check only
+//      runs for the last, partial k tile.
+//   2. A deeper k tile (kBK = 16) and double-buffered register fragments: twice the FMAs per
+//      barrier, and the shared loads for step kk + 1 issue before the FMAs of step kk.
+//   3. The tile the sweep picked: 64 x 128 x 16 with 4 warps (128 threads) and 4 stages, FOUR
+//      blocks per SM. The larger 128 x 256 tile (like cuBLAS's 256 x 128) lost to it on every
+//      shape: with nvcc's schedule, 16 warps per SM hide latency better than 8 big ones.
+//   4. Grouped block order: consecutive blocks walk down 8 block rows (LaunchPlan::group_m) before
+//   moving
+//      right, so the blocks in flight share A and B panels in L2.
+//   5. Wave quantization: when the tiles leave the last wave of blocks mostly empty (4097^3),
+//      the launcher splits K across blocks (split-K); each split adds alpha * (its partial
+//      product) into C with atomics, after C was scaled by beta.
+//   6. Rows of B that are not 16-byte aligned (odd ldb, offset pointers, 4097^3) take 4-byte
 //      copies instead of 16-byte ones; everything else is the same kernel.
-// The tile parameters are template parameters so sweep.cu can time many variants; the
-// launcher at the bottom picks among the two that the sweep kept (README.md has the numbers).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -29,7 +34,7 @@ namespace tuned {
 using gemm::ceil_div;
 
 // One block tile configuration. Derived sizes are spelled out with what they come to for the
-// large configuration (256 x 128 x 8, warps 64 x 64, 4 x 8 lanes, 4 stages).
+// configuration the launcher uses (64 x 128 x 16, warps 32 x 64, 4 x 8 lanes, 4 stages).
 template <int kBM_, int kBN_, int kBK_, int kWM_, int kWN_, int kLanesM_, int kStages_,
           int kMinBlocksPerSM_>
 struct TileConfig {
@@ -41,16 +46,16 @@ struct TileConfig {
   static constexpr int kStages = kStages_;
   static constexpr int kMinBlocksPerSM = kMinBlocksPerSM_;
 
-  static constexpr int kWarpsM = kBM / kWM;                // 4
+  static constexpr int kWarpsM = kBM / kWM;                // 2
   static constexpr int kWarpsN = kBN / kWN;                // 2
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;  // 256
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;  // 128
   // Lanes of a warp as a kLanesM x kLanesN grid; each lane owns 4 x 4 sub-tiles spread over
   // the warp tile, so that a warp's 16-byte fragment loads touch contiguous shared memory.
   static constexpr int kLanesM = kLanesM_;            // 4
   static constexpr int kLanesN = 32 / kLanesM;        // 8
-  static constexpr int kIterM = kWM / (4 * kLanesM);  // 4 sub-tiles down
+  static constexpr int kIterM = kWM / (4 * kLanesM);  // 2 sub-tiles down
   static constexpr int kIterN = kWN / (4 * kLanesN);  // 2 sub-tiles across
-  static constexpr int kTM = 4 * kIterM;              // 16 rows of C per thread
+  static constexpr int kTM = 4 * kIterM;              // 8 rows of C per thread
   static constexpr int kTN = 4 * kIterN;              // 8 columns of C per thread
 
   // Shared memory per stage: A transposed (k-major, so a thread's column of A is contiguous)
@@ -86,7 +91,7 @@ struct TileConfig {
 // < 16), since a row of B may end exactly at n.
 template <class Cfg, bool kAlignedB>
 struct TileCopier {
-  static constexpr int kARowsPerPass = Cfg::kThreads / 8;            // 32 rows per pass
+  static constexpr int kARowsPerPass = Cfg::kThreads / 8;            // 16 rows per pass
   static constexpr int kAPassesPerGroup = Cfg::kBM / kARowsPerPass;  // passes per 8 k columns
   static constexpr int kAGroups = Cfg::kBK / 8;                      // groups of 8 k columns
   static constexpr int kBVectorsPerRow = Cfg::kBN / 4;
@@ -235,7 +240,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
   }
 
   // Fragments are double-buffered in registers: the loads for step kk + 1 are issued before
-  // the FMAs of step kk, so shared-memory latency hides behind 128 FMAs.
+  // the FMAs of step kk, so shared-memory latency hides behind 64 FMAs.
   float acc[Cfg::kTM][Cfg::kTN] = {};
   float a[2][Cfg::kTM];
   float b[2][Cfg::kTN];
