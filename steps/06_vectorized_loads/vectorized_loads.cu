@@ -5,9 +5,10 @@
 //   1. Global -> shared copies use float4: each thread copies one float4 of A and one of B per
 //      k tile (256 threads x 4 floats = 128 x 8). Four times fewer load instructions.
 //   2. A is stored TRANSPOSED in shared memory (a_tile[p][row]), so the 8 values of A a thread
-//      needs for one p are contiguous, like those of B. The register fragments are then read
-//      with two LDS.128 each instead of 8 LDS.32:
-//        step 05: 16 shared load instructions per 64 FMAs;  step 06: 4.
+//      needs for one p are contiguous, like those of B, and the source reads each register
+//      fragment with two float4 (LDS.128) loads instead of 8 scalar ones. (The SASS shows
+//      that nvcc had already merged step 05's scalar fragment reads into LDS.128: README.md
+//      measures what this step really changes.)
 // The transpose happens on the way in: a thread loads 4 consecutive k of one row of A as a
 // float4 and writes them to 4 different rows of a_tile.
 //

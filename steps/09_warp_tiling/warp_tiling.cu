@@ -1,17 +1,18 @@
 // Step 09: warp tiling.
 //
-// Step 08 lays the threads' 8 x 8 tiles out over the block tile without regard to warps.
-// A warp (32 threads, 2 rows x 16 columns of thread tiles) then reads, per p, 2 chunks of A
-// and 16 chunks of B: 6 shared-memory wavefronts per 64 FMAs. Here the 8 warps of the block
-// each own a 64 x 32 warp tile (2 warps down, 4 across), and within a warp the lanes form an
-// 8 x 4 grid; each lane owns 2 x 2 sub-tiles of 4 x 4, spread 32 rows and 16 columns apart.
-// A warp then reads, per p,
-//   A: 8 lanes' chunks of 16 bytes, contiguous = 128 bytes = 1 wavefront, twice;
-//   B: 4 lanes' chunks, contiguous = 64 bytes = 1 wavefront, twice;
-// 4 wavefronts per 64 FMAs instead of 6. The warp tile is also the unit the hardware
-// schedules, so a warp's working set (64 + 32 floats of shared memory per p) is as small and
-// square as its 32 threads allow. Everything else (double buffering, padding, float4
-// copies) is step 08's.
+// Step 08 lays the threads' 8 x 8 tiles out over the block tile without regard to warps: a
+// warp (32 threads, 2 rows x 16 columns of thread tiles) covers a flat 16 x 128 strip of C
+// and reads, per p, 16 floats of A and 128 of B from shared memory. Here the 8 warps of the
+// block each own a compact 64 x 32 warp tile (2 warps down, 4 across), and within a warp the
+// lanes form an 8 x 4 grid; each lane owns 2 x 2 sub-tiles of 4 x 4, spread 32 rows and 16
+// columns apart. A warp then reads, per p,
+//   A: 8 lanes' chunks of 16 bytes, contiguous (128 bytes), twice;
+//   B: 4 lanes' chunks, contiguous (64 bytes), twice;
+// 64 + 32 = 96 distinct floats instead of 144: the smallest, squarest working set 32 threads
+// with 8 x 8 tiles can have. The expectation was fewer shared-memory wavefronts per FMA; the
+// measurements in README.md show why that expectation was wrong on this GPU, and why it could
+// not have paid off anyway. Everything else (double buffering, padding, float4 copies) is
+// step 08's.
 #include "device_helpers.cuh"
 #include "gemm.h"
 
