@@ -1,0 +1,157 @@
+// Exercise for step 08: double buffering. Read README.md first.
+//
+// The helpers load_global (a k tile: global memory -> registers) and store_shared
+// (registers -> one of the two shared buffers) are written; what is missing is the order in
+// which the main loop uses them. Fill in the three TODO(student) blocks, then build and check
+// your kernel:
+//   meson setup build -Dexercises=true   (or: meson configure build -Dexercises=true)
+//   meson test -C build exercise_08_double_buffering --print-errorlogs   the shared GPU suite
+//   build/exercise_08_double_buffering 4096                                time it against cuBLAS
+// The suite fails until all three blocks are right; then compare the time with step 07's.
+// The solution is double_buffering.cu, beside this file.
+
+#include "device_helpers.cuh"
+#include "gemm.h"
+
+namespace {
+
+constexpr int kBM = 128;
+constexpr int kBN = 128;
+constexpr int kBK = 8;
+constexpr int kTM = 8;
+constexpr int kTN = 8;
+constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
+constexpr int kAStride = kBM + 4;
+static_assert(kBM * kBK / 4 == kThreads && kBK * kBN / 4 == kThreads,
+              "each thread copies one float4 of each tile");
+
+template <bool kVector>
+// Two blocks per SM: caps registers at 128 per thread (65536 / (2 x 256)).
+__global__ void __launch_bounds__(kThreads, 2)
+    double_buffered_sgemm_kernel(int m, int n, int k, float alpha, float const* A, int lda,
+                                 float const* B, int ldb, float beta, float* C, int ldc) {
+  __shared__ float a_tile[2][kBK][kAStride];  // two buffers of the transposed, padded A tile
+  __shared__ float b_tile[2][kBK][kBN];
+
+  int const block_row = blockIdx.y * kBM;
+  int const block_col = blockIdx.x * kBN;
+  int const tid = threadIdx.x;
+
+  int const a_r = tid / (kBK / 4), a_c = (tid % (kBK / 4)) * 4;
+  int const b_r = tid / (kBN / 4), b_c = (tid % (kBN / 4)) * 4;
+  float4 const zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  int const a_row = block_row + a_r;
+  float const* const a_src = A + static_cast<size_t>(a_row < m ? a_row : 0) * lda;
+
+  int const thread_row = (tid / (kBN / kTN)) * 4;
+  int const thread_col = (tid % (kBN / kTN)) * 4;
+  constexpr int kHalfM = kBM / 2;
+  constexpr int kHalfN = kBN / 2;
+
+  // Global -> registers for the k tile starting at k0 ...
+  float4 a_next, b_next;
+  auto load_global = [&](int k0) {
+    a_next = a_row < m ? gemm::load_float4_or_zero<kVector>(a_src, k0 + a_c, k) : zero;
+    int const b_row = k0 + b_r;
+    b_next = b_row < k ? gemm::load_float4_or_zero<kVector>(B + static_cast<size_t>(b_row) * ldb,
+                                                            block_col + b_c, n)
+                       : zero;
+  };
+  // ... and registers -> shared buffer `buf`.
+  auto store_shared = [&](int buf) {
+    a_tile[buf][a_c + 0][a_r] = a_next.x;
+    a_tile[buf][a_c + 1][a_r] = a_next.y;
+    a_tile[buf][a_c + 2][a_r] = a_next.z;
+    a_tile[buf][a_c + 3][a_r] = a_next.w;
+    *reinterpret_cast<float4*>(&b_tile[buf][b_r][b_c]) = b_next;
+  };
+
+  float acc[kTM][kTN] = {};
+  float a_reg[kTM];
+  float b_reg[kTN];
+  int const k_tiles = gemm::ceil_div(k, kBK);
+
+  // TODO(student): the prologue. Put k tile 0 into shared buffer 0 before the loop, with the
+  // two helpers above (load_global takes the k offset of the tile, store_shared the buffer),
+  // and make it visible to every warp before anyone computes from it. This is the only place
+  // where a tile is loaded and stored back to back; the loop overlaps the two.
+  (void)load_global;
+  (void)store_shared;
+  // END TODO
+
+  for (int t = 0; t < k_tiles; ++t) {
+    // TODO(student): pick `buf`, the buffer tile t is computed from (the tiles alternate between
+    // buffers 0 and 1; the prologue put tile 0 in buffer 0). Then, if there is a tile t + 1
+    // (there are k_tiles in all), start its global loads into registers with load_global. Do
+    // it HERE, before the compute: a load stalls a thread only when its register is first used,
+    // so the loads stay in flight behind the 512 FMAs below instead of stalling the block.
+    // Set has_next to whether there is a tile t + 1: the end of the iteration needs it too.
+    int const buf = 0;
+    bool const has_next = false;
+    (void)has_next;
+    // END TODO
+
+#pragma unroll
+    for (int p = 0; p < kBK; ++p) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float4 const va =
+            *reinterpret_cast<float4 const*>(&a_tile[buf][p][half * kHalfM + thread_row]);
+        a_reg[4 * half + 0] = va.x, a_reg[4 * half + 1] = va.y;
+        a_reg[4 * half + 2] = va.z, a_reg[4 * half + 3] = va.w;
+        float4 const vb =
+            *reinterpret_cast<float4 const*>(&b_tile[buf][p][half * kHalfN + thread_col]);
+        b_reg[4 * half + 0] = vb.x, b_reg[4 * half + 1] = vb.y;
+        b_reg[4 * half + 2] = vb.z, b_reg[4 * half + 3] = vb.w;
+      }
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTN; ++j)
+          acc[i][j] += a_reg[i] * b_reg[j];
+      }
+    }
+
+    // TODO(student): finish the iteration with ONE barrier. If a next tile was loaded, write its
+    // registers to shared memory (store_shared), then __syncthreads(), so that iteration t + 1
+    // finds the tile complete. Pitfalls: write into the buffer this iteration did NOT read:
+    // warps that are still computing from `buf` would read half-overwritten data, and the
+    // error would show up only now and then. That other buffer is safe to overwrite because
+    // it was last read in iteration t - 1, before the previous barrier. And every thread must
+    // reach the barrier in every iteration, the last one too, where there is nothing to store.
+    __syncthreads();
+    // END TODO
+  }
+
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    int const row = block_row + (i / 4) * kHalfM + thread_row + i % 4;
+    if (row >= m) continue;
+    float* const c_row = C + static_cast<size_t>(row) * ldc;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float const* v = &acc[i][4 * half];
+      gemm::store_scaled_float4<kVector>(c_row, block_col + half * kHalfN + thread_col, n,
+                                         make_float4(v[0], v[1], v[2], v[3]), alpha, beta);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, float const* B, int ldb,
+                 float beta, float* C, int ldc, cudaStream_t stream) {
+  char const* const routine = "sgemm (step 08_double_buffering)";
+  check_gemm_arguments(routine, m, n, k, A, lda, B, ldb, C, ldc);
+  dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), routine);
+  bool const vector = rows_are_16_byte_aligned(A, lda) && rows_are_16_byte_aligned(B, ldb) &&
+                      rows_are_16_byte_aligned(C, ldc);
+  if (vector) {
+    double_buffered_sgemm_kernel<true>
+        <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    double_buffered_sgemm_kernel<false>
+        <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  check_launch(routine);
+}

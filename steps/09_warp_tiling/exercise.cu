@@ -1,0 +1,171 @@
+// Exercise for step 09: warp tiling. Read the header of warp_tiling.cu (the solution, beside
+// this file) for the layout of warps and lanes, and README.md for what it did and did not buy.
+//
+// Fill in the three TODO(student) blocks, then build and check your kernel:
+//   meson setup build -Dexercises=true   (or: meson configure build -Dexercises=true)
+//   meson test -C build exercise_09_warp_tiling --print-errorlogs   the shared GPU suite
+//   build/exercise_09_warp_tiling 4096                                time it against cuBLAS
+// The suite fails until all three blocks are right. The solution is warp_tiling.cu, beside
+// this file.
+
+#include "device_helpers.cuh"
+#include "gemm.h"
+
+namespace {
+
+constexpr int kBM = 128;
+constexpr int kBN = 128;
+constexpr int kBK = 8;
+constexpr int kWM = 64;                               // warp tile rows
+constexpr int kWN = 32;                               // warp tile columns
+constexpr int kWarpsN = kBN / kWN;                    // 4 (and kBM / kWM = 2 down)
+constexpr int kThreads = (kBM / kWM) * kWarpsN * 32;  // 256
+constexpr int kLanesM = 8;                            // lanes as an 8 x 4 grid
+constexpr int kLanesN = 32 / kLanesM;                 // 4
+constexpr int kIterM = kWM / (4 * kLanesM);           // 2 sub-tiles of 4 rows per lane
+constexpr int kIterN = kWN / (4 * kLanesN);           // 2 sub-tiles of 4 columns per lane
+constexpr int kTM = 4 * kIterM;                       // 8 rows of C per thread
+constexpr int kTN = 4 * kIterN;                       // 8 columns of C per thread
+constexpr int kAStride = kBM + 4;
+static_assert(kBM * kBK / 4 == kThreads && kBK * kBN / 4 == kThreads,
+              "each thread copies one float4 of each tile");
+
+template <bool kVector>
+// Two blocks per SM: caps registers at 128 per thread (65536 / (2 x 256)).
+__global__ void __launch_bounds__(kThreads, 2)
+    warp_tiled_sgemm_kernel(int m, int n, int k, float alpha, float const* A, int lda,
+                            float const* B, int ldb, float beta, float* C, int ldc) {
+  __shared__ float a_tile[2][kBK][kAStride];  // two buffers of the transposed, padded A tile
+  __shared__ float b_tile[2][kBK][kBN];
+
+  int const block_row = blockIdx.y * kBM;
+  int const block_col = blockIdx.x * kBN;
+  int const tid = threadIdx.x;
+
+  int const a_r = tid / (kBK / 4), a_c = (tid % (kBK / 4)) * 4;
+  int const b_r = tid / (kBN / 4), b_c = (tid % (kBN / 4)) * 4;
+  float4 const zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  int const a_row = block_row + a_r;
+  float const* const a_src = A + static_cast<size_t>(a_row < m ? a_row : 0) * lda;
+
+  // TODO(student): place this thread's warp and lane. A warp is 32 consecutive values of tid.
+  // The block's 8 warps form a (kBM / kWM) x kWarpsN = 2 x 4 grid of kWM x kWN warp tiles,
+  // row-major in the warp index; the 32 lanes of a warp form a kLanesM x kLanesN = 8 x 4 grid,
+  // row-major in the lane index. Compute, in elements of the block tile:
+  //   warp_row, warp_col: the origin of this warp's tile in the block tile;
+  //   lane_row, lane_col: the origin of this lane's FIRST 4 x 4 sub-tile inside the warp tile.
+  // Pitfall: row-major means a grid row holds kWarpsN warps (kLanesN lanes), so the row index
+  // divides by the number of columns, not by the number of rows.
+  int const warp_row = 0;
+  int const warp_col = 0;
+  int const lane_row = 0;
+  int const lane_col = 0;
+  // END TODO
+  // Offsets of this lane's first fragment in a tile row: computed once, not per load.
+  int const a_frag = warp_row + lane_row;
+  int const b_frag = warp_col + lane_col;
+
+  // Global -> registers for the k tile starting at k0 ...
+  float4 a_next, b_next;
+  auto load_global = [&](int k0) {
+    a_next = a_row < m ? gemm::load_float4_or_zero<kVector>(a_src, k0 + a_c, k) : zero;
+    int const b_row = k0 + b_r;
+    b_next = b_row < k ? gemm::load_float4_or_zero<kVector>(B + static_cast<size_t>(b_row) * ldb,
+                                                            block_col + b_c, n)
+                       : zero;
+  };
+  // ... and registers -> shared buffer `buf`.
+  auto store_shared = [&](int buf) {
+    a_tile[buf][a_c + 0][a_r] = a_next.x;
+    a_tile[buf][a_c + 1][a_r] = a_next.y;
+    a_tile[buf][a_c + 2][a_r] = a_next.z;
+    a_tile[buf][a_c + 3][a_r] = a_next.w;
+    *reinterpret_cast<float4*>(&b_tile[buf][b_r][b_c]) = b_next;
+  };
+
+  float acc[kTM][kTN] = {};
+  float a_reg[kTM];
+  float b_reg[kTN];
+  int const k_tiles = gemm::ceil_div(k, kBK);
+
+  load_global(0);  // prologue: tile 0 into buffer 0
+  store_shared(0);
+  __syncthreads();
+
+  for (int t = 0; t < k_tiles; ++t) {
+    int const buf = t % 2;
+    bool const has_next = t + 1 < k_tiles;
+    if (has_next) load_global((t + 1) * kBK);  // in flight while we compute
+
+#pragma unroll
+    for (int p = 0; p < kBK; ++p) {
+#pragma unroll
+      for (int im = 0; im < kIterM; ++im) {
+        // TODO(student): read the 4 rows of A of this lane's sub-tile `im` (one float4) from
+        // row p of the transposed tile, a_tile[buf][p][row]. The first sub-tile starts at
+        // a_frag. The next one is NOT 4 rows further on: the kLanesM lanes of a column of the
+        // lane grid have their first sub-tiles side by side, and a lane's second sub-tile comes
+        // after all of theirs. That is what makes the 8 lanes' 16-byte reads for one `im`
+        // cover 128 contiguous bytes. The stores of C after the k loop use the same layout
+        // (row of acc[i]: (i / 4) sub-tiles down); your offsets must agree with them.
+        float4 const v = *reinterpret_cast<float4 const*>(&a_tile[buf][p][a_frag]);
+        // END TODO
+        a_reg[4 * im + 0] = v.x, a_reg[4 * im + 1] = v.y;
+        a_reg[4 * im + 2] = v.z, a_reg[4 * im + 3] = v.w;
+      }
+#pragma unroll
+      for (int in = 0; in < kIterN; ++in) {
+        // TODO(student): likewise for B: the 4 columns of this lane's sub-tile `in`, from
+        // b_tile[buf][p][column], the first one at b_frag and the next one after the first
+        // sub-tiles of all kLanesN lanes of a row of the lane grid (not kLanesM: B runs across
+        // the lane grid). The 4 lanes' reads for one `in` are then 64 contiguous bytes.
+        float4 const v = *reinterpret_cast<float4 const*>(&b_tile[buf][p][b_frag]);
+        // END TODO
+        b_reg[4 * in + 0] = v.x, b_reg[4 * in + 1] = v.y;
+        b_reg[4 * in + 2] = v.z, b_reg[4 * in + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTN; ++j)
+          acc[i][j] += a_reg[i] * b_reg[j];
+      }
+    }
+
+    // The other buffer was last read in iteration t - 1, before the previous barrier.
+    if (has_next) store_shared(1 - buf);
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    int const row = block_row + warp_row + (i / 4) * 4 * kLanesM + lane_row + i % 4;
+    if (row >= m) continue;
+    float* const c_row = C + static_cast<size_t>(row) * ldc;
+#pragma unroll
+    for (int in = 0; in < kIterN; ++in) {
+      float const* v = &acc[i][4 * in];
+      gemm::store_scaled_float4<kVector>(c_row, block_col + warp_col + in * 4 * kLanesN + lane_col,
+                                         n, make_float4(v[0], v[1], v[2], v[3]), alpha, beta);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, float const* B, int ldb,
+                 float beta, float* C, int ldc, cudaStream_t stream) {
+  char const* const routine = "sgemm (step 09_warp_tiling)";
+  check_gemm_arguments(routine, m, n, k, A, lda, B, ldb, C, ldc);
+  dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), routine);
+  bool const vector = rows_are_16_byte_aligned(A, lda) && rows_are_16_byte_aligned(B, ldb) &&
+                      rows_are_16_byte_aligned(C, ldc);
+  if (vector) {
+    warp_tiled_sgemm_kernel<true>
+        <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    warp_tiled_sgemm_kernel<false>
+        <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  check_launch(routine);
+}
