@@ -8,8 +8,9 @@
 #   ./run_all.sh --steps "03 05"      only these steps
 #   ./run_all.sh --test               host tests + the GPU suite for every step
 #
-# Results: build/results/<step>.csv (one per step), build/results/progression.csv (all rows)
-# and build/results/progression.md (the table, with GPU and date).
+# Results: build/results/<step>.csv (one per step), build/results/progression.csv (all rows),
+# build/results/progression.md (the table, with GPU and date) and, when python3 has
+# matplotlib, build/results/progression.png (GFLOPS per step against cuBLAS).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +24,7 @@ repeats=11
 mode=table
 
 usage() {
-  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   echo "options: --sizes \"S ...\"  --steps \"NN ...\"  --warmup N  --repeats N  --build-dir DIR  --test"
 }
 
@@ -144,6 +145,13 @@ for f in "${csv_files[@]}"; do tail -n +2 "$f" >>"$results/progression.csv"; don
 } >"$results/progression.md"
 cat "$results/progression.md"
 echo "(written to $results/progression.md and $results/progression.csv)" >&2
+
+# The progression plot, when python3 has matplotlib.
+if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+  python3 common/plot_progression.py "$results/progression.csv" "$results/progression.png" >&2
+else
+  echo "(no plot: python3 with matplotlib not found; 'pip install matplotlib' to get $results/progression.png)" >&2
+fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all.sh: FAILED: ${failed[*]}" >&2

@@ -1,0 +1,88 @@
+// Demo: what this GPU is made of, read from the device itself, plus the two ceilings every
+// chapter compares against: the FP32 FMA peak (computed from the SM count and clock) and the
+// device-to-device copy bandwidth (measured here, bytes read + bytes written).
+//   build/demo_device_query
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "cuda_check.h"
+#include "report.h"
+#include "timer.h"
+
+int main() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    std::fprintf(stderr, "demo_device_query: no CUDA GPU\n");
+    return 3;
+  }
+  cudaDeviceProp p{};
+  gemm::check_cuda(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  auto attribute = [&](cudaDeviceAttr a) {
+    int v = 0;
+    gemm::check_cuda(cudaDeviceGetAttribute(&v, a, device), "cudaDeviceGetAttribute");
+    return v;
+  };
+  int const clock_khz = attribute(cudaDevAttrClockRate);
+  int const memory_clock_khz = attribute(cudaDevAttrMemoryClockRate);
+  int const smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+  int const smem_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  int const max_blocks_per_sm = attribute(cudaDevAttrMaxBlocksPerMultiprocessor);
+
+  std::printf("GPU                          %s (compute capability %d.%d)\n", p.name, p.major,
+              p.minor);
+  std::printf("streaming multiprocessors    %d\n", p.multiProcessorCount);
+  std::printf("warp size                    %d threads\n", p.warpSize);
+  std::printf("threads per SM (max)         %d = %d warps\n", p.maxThreadsPerMultiProcessor,
+              p.maxThreadsPerMultiProcessor / p.warpSize);
+  std::printf("blocks per SM (max)          %d\n", max_blocks_per_sm);
+  std::printf("threads per block (max)      %d\n", p.maxThreadsPerBlock);
+  std::printf("32-bit registers per SM      %d (%d KB)\n", p.regsPerMultiprocessor,
+              p.regsPerMultiprocessor * 4 / 1024);
+  std::printf("registers per thread (max)   255\n");
+  std::printf("shared memory per SM         %d KB\n", smem_per_sm / 1024);
+  std::printf("shared memory per block      %zu KB by default, %d KB with opt-in\n",
+              p.sharedMemPerBlock / 1024, smem_per_block_optin / 1024);
+  std::printf("L2 cache                     %d MB\n", p.l2CacheSize / (1024 * 1024));
+  std::printf("global memory                %.1f GiB, %d-bit bus, memory clock %d MHz\n",
+              p.totalGlobalMem / 1073741824.0, p.memoryBusWidth, memory_clock_khz / 1000);
+  std::printf("peak SM clock                %d MHz\n", clock_khz / 1000);
+
+  // FP32: 128 FMA lanes per SM on sm_80 and later (4 sub-partitions x 32), 2 FLOP per FMA.
+  double const fp32_peak = p.multiProcessorCount * 128.0 * 2.0 * clock_khz * 1e3;
+  // Memory: double data rate on a bus of memoryBusWidth bits.
+  double const memory_peak = 2.0 * memory_clock_khz * 1e3 * p.memoryBusWidth / 8.0;
+  std::printf("FP32 peak (computed)         %.1f TFLOP/s = %d SMs x 128 lanes x 2 x %.2f GHz\n",
+              fp32_peak / 1e12, p.multiProcessorCount, clock_khz / 1e6);
+  std::printf("memory bandwidth (computed)  %.0f GB/s = 2 x %d MHz x %d bits / 8\n",
+              memory_peak / 1e9, memory_clock_khz / 1000, p.memoryBusWidth);
+
+  // Measured: a 1 GiB device-to-device copy, median of 21.
+  std::size_t const bytes = std::size_t(1) << 30;
+  void* src = nullptr;
+  void* dst = nullptr;
+  gemm::check_cuda(cudaMalloc(&src, bytes), "cudaMalloc");
+  gemm::check_cuda(cudaMalloc(&dst, bytes), "cudaMalloc");
+  gemm::check_cuda(cudaMemset(src, 1, bytes), "cudaMemset");
+  gemm::EventTimer timer(nullptr);
+  auto copy = [&] {
+    gemm::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy");
+  };
+  for (int i = 0; i < 3; ++i)
+    copy();
+  std::vector<double> ms;
+  for (int i = 0; i < 21; ++i)
+    ms.push_back(timer.time_ms(copy));
+  double const copy_bandwidth = 2.0 * bytes / (gemm::median_of(ms) * 1e-3);
+  std::printf(
+      "copy bandwidth (measured)    %.0f GB/s (cudaMemcpy device to device, 1 GiB, read + write, "
+      "median of 21)\n",
+      copy_bandwidth / 1e9);
+  std::printf(
+      "machine balance              %.1f FLOP per byte (FP32 peak / measured copy bandwidth)\n",
+      fp32_peak / copy_bandwidth);
+  cudaFree(src);
+  cudaFree(dst);
+  return 0;
+}
