@@ -4,7 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "cuda_check.h"
+#include "report.h"
 
 namespace gemm {
 
@@ -38,5 +41,18 @@ class EventTimer {
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
 };
+
+// Runs `launch` `warmup` times untimed, then `repeats` times timed; returns the median in ms.
+// Checks for a failed launch before returning.
+template <typename Launch>
+double median_time_ms(EventTimer& timer, Launch&& launch, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i)
+    launch();
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i)
+    ms.push_back(timer.time_ms(launch));
+  check_cuda(cudaGetLastError(), "timed launch");
+  return median_of(ms);
+}
 
 }  // namespace gemm

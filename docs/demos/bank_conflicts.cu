@@ -155,13 +155,7 @@ int main(int argc, char** argv) {
       std::printf("%-40s %22d\n", kNames[pattern], predicted);
       continue;
     }
-    for (int i = 0; i < 2; ++i)
-      launch();
-    std::vector<double> ms;
-    for (int i = 0; i < 7; ++i)
-      ms.push_back(timer.time_ms(launch));
-    gemm::check_cuda(cudaGetLastError(), "shared_load_kernel");
-    double const cycles = gemm::median_of(ms) * 1e-3 * clock_khz * 1e3;
+    double const cycles = gemm::median_time_ms(timer, launch, 2, 7) * 1e-3 * clock_khz * 1e3;
     std::printf("%-40s %22d %26.2f\n", kNames[pattern], predicted, cycles / warp_loads_per_sm);
   }
   cudaFree(sink);

@@ -54,14 +54,7 @@ struct Context {
 
 template <typename Launch>
 double bandwidth(Context const& ctx, double bytes_moved, Launch&& launch) {
-  for (int i = 0; i < 3; ++i)
-    launch();
-  gemm::check_cuda(cudaDeviceSynchronize(), "warm-up");
-  std::vector<double> ms;
-  for (int i = 0; i < 15; ++i)
-    ms.push_back(ctx.timer->time_ms(launch));
-  gemm::check_cuda(cudaGetLastError(), "copy kernel");
-  return bytes_moved / (gemm::median_of(ms) * 1e-3);
+  return bytes_moved / (gemm::median_time_ms(*ctx.timer, launch, 3, 15) * 1e-3);
 }
 
 void print(char const* what, double bytes_per_second, double peak) {

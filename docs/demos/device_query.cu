@@ -69,12 +69,7 @@ int main() {
   auto copy = [&] {
     gemm::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "copy");
   };
-  for (int i = 0; i < 3; ++i)
-    copy();
-  std::vector<double> ms;
-  for (int i = 0; i < 21; ++i)
-    ms.push_back(timer.time_ms(copy));
-  double const copy_bandwidth = 2.0 * bytes / (gemm::median_of(ms) * 1e-3);
+  double const copy_bandwidth = 2.0 * bytes / (gemm::median_time_ms(timer, copy, 3, 21) * 1e-3);
   std::printf(
       "copy bandwidth (measured)    %.0f GB/s (cudaMemcpy device to device, 1 GiB, read + write, "
       "median of 21)\n",

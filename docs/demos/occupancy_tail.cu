@@ -44,18 +44,6 @@ __global__ void fixed_work_block(float* out, float seed) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = a + b + c + d;
 }
 
-template <typename Launch>
-double median_ms(gemm::EventTimer& timer, Launch&& launch, int repeats = 11) {
-  for (int i = 0; i < 2; ++i)
-    launch();
-  gemm::check_cuda(cudaDeviceSynchronize(), "warm-up");
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i)
-    ms.push_back(timer.time_ms(launch));
-  gemm::check_cuda(cudaGetLastError(), "kernel");
-  return gemm::median_of(ms);
-}
-
 }  // namespace
 
 int main() {
@@ -98,8 +86,8 @@ int main() {
                          &blocks_per_sm, copy_one_float_per_thread, kBlock, smem),
                      "occupancy");
     int const grid = blocks_per_sm * sms;
-    double const ms =
-        median_ms(timer, [&] { copy_one_float_per_thread<<<grid, kBlock, smem>>>(src, dst, n); });
+    double const ms = gemm::median_time_ms(
+        timer, [&] { copy_one_float_per_thread<<<grid, kBlock, smem>>>(src, dst, n); }, 2, 11);
     int const warps = blocks_per_sm * kBlock / 32;
     std::printf("   %8d bytes               %-13d %3d (%5.1f%%)        %6.0f GB/s\n", smem,
                 blocks_per_sm, warps, 100.0 * warps * 32 / max_threads,
@@ -131,8 +119,8 @@ int main() {
   double one_wave = 0.0;
   for (int blocks : {slots / 4, slots / 2, slots, slots + 1, slots + slots / 4, 2 * slots,
                      2 * slots + 1, 3 * slots, 3 * slots + slots / 10, 4 * slots}) {
-    double const ms = median_ms(
-        timer, [&] { fixed_work_block<<<blocks, 1024, big_smem>>>(out, 1.0f); }, 5);
+    double const ms = gemm::median_time_ms(
+        timer, [&] { fixed_work_block<<<blocks, 1024, big_smem>>>(out, 1.0f); }, 2, 5);
     if (blocks == slots) one_wave = ms;
     int const waves = (blocks + slots - 1) / slots;
     std::printf("   %-8d %-7.2f %-10.3f %-22s %5.1f%%\n", blocks, double(blocks) / slots, ms,

@@ -93,7 +93,7 @@ int main() {
   gemm::Random random(2026);
   double exact = 0.0;
   for (auto& v : host) {
-    v = 0.5f * (random.nonzero_uniform() + 1.0f);  // in (0, 1]: no cancellation to hide errors
+    v = 0.5f * (random.nonzero_uniform() + 1.0f);  // in [0, 1): no cancellation to hide errors
     exact += v;
   }
   float *x = nullptr, *copy = nullptr, *result = nullptr;
@@ -103,15 +103,7 @@ int main() {
   gemm::check_cuda(cudaMemcpy(x, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "upload");
   gemm::EventTimer timer(nullptr);
 
-  auto measure = [&](auto&& launch) {
-    for (int i = 0; i < 3; ++i)
-      launch();
-    std::vector<double> ms;
-    for (int i = 0; i < 21; ++i)
-      ms.push_back(timer.time_ms(launch));
-    gemm::check_cuda(cudaGetLastError(), "kernel");
-    return gemm::median_of(ms);
-  };
+  auto measure = [&](auto&& launch) { return gemm::median_time_ms(timer, launch, 3, 21); };
   double const copy_ms = measure([&] {
     gemm::check_cuda(cudaMemcpyAsync(copy, x, n * sizeof(float), cudaMemcpyDeviceToDevice), "copy");
   });

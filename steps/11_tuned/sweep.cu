@@ -99,12 +99,7 @@ int main(int argc, char** argv) {
     auto const reference = gemm::reference_gemm_gpu(cublas, 1.0f, dA.data(), la, dB.data(), lb,
                                                     0.0f, dC.data(), lc, gemm::kFloatUnitRoundoff);
     auto median_ms = [&](auto&& run) {
-      for (int i = 0; i < kWarmup; ++i)
-        run();
-      std::vector<double> t;
-      for (int i = 0; i < kRepeats; ++i)
-        t.push_back(timer.time_ms(run));
-      return gemm::median_of(t);
+      return gemm::median_time_ms(timer, run, kWarmup, kRepeats);
     };
     double const cublas_ms = median_ms([&] {
       gemm::Fp32::cublas(cublas, s.m, s.n, s.k, 1.0f, dA.data(), s.k, dB.data(), s.n, 0.0f,
