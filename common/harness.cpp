@@ -8,6 +8,7 @@
 #include <new>
 #include <random>
 #include <span>
+#include <tuple>
 
 #include "cli.h"
 #include "cuda_check.h"
