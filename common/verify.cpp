@@ -64,6 +64,14 @@ void fill_constant(HostMatrix& matrix, float value) {
   fill(matrix, [=] { return value; });
 }
 
+void fill_initial_c(HostMatrix& C, float beta, Random& random) {
+  if (beta == 0.0f) {
+    fill_constant(C, bits_to_float(kPoisonBits));
+  } else {
+    fill_random(C, random);
+  }
+}
+
 double error_bound(double magnitude, int k, double unit_roundoff) {
   double const terms = static_cast<double>(k) + 2.0;
   double const gamma = terms * unit_roundoff / (1.0 - terms * unit_roundoff);

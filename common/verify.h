@@ -67,6 +67,10 @@ class Random {
 void fill_random(HostMatrix& matrix, Random& random);
 // Fills the rows x cols block with `value` and the guard band with kGuardBits.
 void fill_constant(HostMatrix& matrix, float value);
+// C before a call: with beta == 0 it must not be read, so it is NaN poison (any element the
+// call fails to write, or computes from the old C, stays NaN and fails the check); otherwise
+// random values that the call must read.
+void fill_initial_c(HostMatrix& C, float beta, Random& random);
 
 // The expected result, element (i, j) at [i * n + j]: `value` is alpha*A*B + beta*C0 in float64,
 // `bound` the largest error a correct FP32 computation may have there (see error_bound).

@@ -67,9 +67,12 @@ def solution_for(skeleton_path):
 
 
 def solve(skeleton_path):
-    """The skeleton with each TODO block replaced by the solution's lines; checks the rest."""
+    """(header lines, solved body lines, number of TODO blocks) of a skeleton: each TODO block
+    replaced by the solution's lines; raises ValueError if anything else differs."""
     solution_path = solution_for(skeleton_path)
-    skeleton = body(skeleton_path.read_text().splitlines())
+    lines = skeleton_path.read_text().splitlines()
+    skeleton = body(lines)
+    header = lines[: len(lines) - len(skeleton)]
     solution = body(solution_path.read_text().splitlines())
     regions = todo_regions(skeleton, str(skeleton_path))
     inside = set()
@@ -88,21 +91,18 @@ def solve(skeleton_path):
         else:
             touching = all(i in inside for i in range(a0, a1))
         if not touching:
-            where = a0 + 1
             raise ValueError(
-                f"{skeleton_path}: line {where} of the body differs from {solution_path.name} "
+                f"{skeleton_path}: line {a0 + 1} of the body differs from {solution_path.name} "
                 f"outside a TODO block:\n  skeleton: {skeleton[a0:a1][:3]}\n  solution: {solution[b0:b1][:3]}")
         solved.extend(solution[b0:b1])
-    # Drop TODO markers that matched solution lines by accident (they never do in practice).
-    solved = [line for line in solved if TODO_BEGIN not in line and TODO_END not in line]
     if solved != solution:
         raise ValueError(f"{skeleton_path}: solving the TODO blocks does not give back {solution_path.name}")
-    return skeleton_path.read_text().splitlines()[: len(skeleton_path.read_text().splitlines()) - len(skeleton)], solved
+    return header, solved, len(regions)
 
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == "--solve":
-        header, solved = solve(pathlib.Path(argv[1]))
+        header, solved, _ = solve(pathlib.Path(argv[1]))
         print("\n".join(header + solved))
         return 0
     if not argv:
@@ -111,12 +111,11 @@ def main(argv):
     for name in argv:
         path = pathlib.Path(name)
         try:
-            solve(path)
-            regions = todo_regions(body(path.read_text().splitlines()), name)
+            _, _, blocks = solve(path)
         except ValueError as error:
             print(f"FAIL {error}")
             return 1
-        print(f"ok   {path} ({len(regions)} TODO blocks)")
+        print(f"ok   {path} ({blocks} TODO blocks)")
     return 0
 
 

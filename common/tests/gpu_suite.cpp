@@ -77,11 +77,7 @@ CheckResult run_case(Shape const& s, Placement const& p, Scalars const& c, std::
   HostMatrix C0(layout(s.m, s.n, p.ldc_pad, p.misalign));
   gemm::fill_random(A, random);
   gemm::fill_random(B, random);
-  if (c.beta == 0.0f) {
-    gemm::fill_constant(C0, gemm::bits_to_float(gemm::kPoisonBits));
-  } else {
-    gemm::fill_random(C0, random);
-  }
+  gemm::fill_initial_c(C0, c.beta, random);
   gemm::DeviceMatrix<float> dA(A), dB(B), dC(C0);
   gemm::sgemm(s.m, s.n, s.k, c.alpha, dA.data(), A.layout.ld, dB.data(), B.layout.ld, c.beta,
               dC.data(), C0.layout.ld, test_stream());

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     gemm::HostMatrix A(la), B(lb), C0(lc);
     gemm::fill_random(A, random);
     gemm::fill_random(B, random);
-    gemm::fill_constant(C0, gemm::bits_to_float(gemm::kPoisonBits));
+    gemm::fill_initial_c(C0, 0.0f, random);  // beta = 0: poison
     gemm::DeviceMatrix<float> dA(A), dB(B), dC(C0);
     auto const reference = gemm::reference_gemm_gpu(cublas, 1.0f, dA.data(), la, dB.data(), lb,
                                                     0.0f, dC.data(), lc, gemm::kFloatUnitRoundoff);
