@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace gemm {
 
@@ -24,6 +25,26 @@ __device__ __forceinline__ void store_scaled(float* c, float acc, float alpha, f
 // aligned and the leading dimension a multiple of 4, so every row starts 16-byte aligned.
 inline bool rows_are_16_byte_aligned(void const* pointer, int ld) {
   return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
+}
+
+// The fast-path test of steps 06-09: A, B and C can all be read and written with float4.
+inline bool all_rows_16_byte_aligned(float const* A, int lda, float const* B, int ldb,
+                                     float const* C, int ldc) {
+  return rows_are_16_byte_aligned(A, lda) && rows_are_16_byte_aligned(B, ldb) &&
+         rows_are_16_byte_aligned(C, ldc);
+}
+
+// Turns a run-time flag into a compile-time one: calls launch(std::true_type{}) or
+// launch(std::false_type{}), so that a generic lambda can instantiate the right kernel,
+//   dispatch_bool(aligned, [&](auto kAligned) { kernel<kAligned()><<<...>>>(...); });
+// Step 06 writes the if/else out; the later steps use this for the same choice.
+template <typename Launch>
+void dispatch_bool(bool flag, Launch&& launch) {
+  if (flag) {
+    launch(std::true_type{});
+  } else {
+    launch(std::false_type{});
+  }
 }
 
 // Reads the 4 floats row[col .. col+3], with zeros for the ones at or beyond `cols`.

@@ -2,6 +2,9 @@
 // as `meson test`. Every case draws fresh random inputs, poisons C, surrounds every matrix with
 // guard bands, runs the step and compares each element with a float64 CPU reference.
 // Without a GPU it reports "skipped" (exit 77).
+//
+// A failure prints the case and its seed. To replay it with the same inputs:
+//   GEMM_TEST_SEED=<seed> build/test_NN_name --test-case="<the case's name>"
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -9,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,6 +21,7 @@
 #include "cli.h"
 #include "device_buffer.h"
 #include "gemm.h"
+#include "gpu_info.h"
 #include "verify.h"
 
 namespace {
@@ -55,7 +60,9 @@ MatrixLayout layout(int rows, int cols, int pad, int misalign) {
   return {rows, cols, cols + pad, kGuard + static_cast<std::size_t>(misalign), kGuard};
 }
 
+// A fresh seed per case, or the one in GEMM_TEST_SEED, to replay a failure.
 std::uint64_t fresh_seed() {
+  if (char const* replay = std::getenv("GEMM_TEST_SEED")) return std::strtoull(replay, nullptr, 10);
   static std::random_device device;
   return (static_cast<std::uint64_t>(device()) << 32) | device();
 }
@@ -69,31 +76,66 @@ cudaStream_t test_stream() {
   return stream;
 }
 
-// Runs one GEMM through the step on a non-default stream and checks it.
-CheckResult run_case(Shape const& s, Placement const& p, Scalars const& c, std::uint64_t seed) {
+struct Matrices {
+  HostMatrix A, B, C0;
+};
+
+Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, std::uint64_t seed) {
   gemm::Random random(seed);
-  HostMatrix A(layout(s.m, s.k, p.lda_pad, p.misalign));
-  HostMatrix B(layout(s.k, s.n, p.ldb_pad, p.misalign));
-  HostMatrix C0(layout(s.m, s.n, p.ldc_pad, p.misalign));
-  gemm::fill_random(A, random);
-  gemm::fill_random(B, random);
-  gemm::fill_initial_c(C0, c.beta, random);
-  gemm::DeviceMatrix<float> dA(A), dB(B), dC(C0);
-  gemm::sgemm(s.m, s.n, s.k, c.alpha, dA.data(), A.layout.ld, dB.data(), B.layout.ld, c.beta,
-              dC.data(), C0.layout.ld, test_stream());
-  gemm::check_cuda(cudaStreamSynchronize(test_stream()), "sgemm");
-  HostMatrix C(C0.layout);
-  dC.download(C);
-  auto const reference =
-      gemm::reference_gemm_cpu(c.alpha, A, B, c.beta, C0, gemm::kFloatUnitRoundoff);
-  return gemm::check_result(C, reference);
+  Matrices x{HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
+             HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
+             HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+  gemm::fill_random(x.A, random);
+  gemm::fill_random(x.B, random);
+  gemm::fill_initial_c(x.C0, c.beta, random);
+  return x;
 }
 
+// Runs the step once on a non-default stream, from C0, and returns the whole buffer of C.
+HostMatrix run_step(Matrices const& x, Shape const& s, Scalars const& c) {
+  gemm::DeviceMatrix<float> dA(x.A), dB(x.B), dC(x.C0);
+  gemm::sgemm(s.m, s.n, s.k, c.alpha, dA.data(), x.A.layout.ld, dB.data(), x.B.layout.ld, c.beta,
+              dC.data(), x.C0.layout.ld, test_stream());
+  gemm::check_cuda(cudaStreamSynchronize(test_stream()), "sgemm");
+  HostMatrix C(x.C0.layout);
+  dC.download(C);
+  return C;
+}
+
+// One case: the step on fresh random inputs, every element against the float64 reference,
+// every guard element against its sentinel.
 void check_case(Shape const& s, Placement const& p = {}, Scalars const& c = {}) {
   std::uint64_t const seed = fresh_seed();
-  std::string const what = describe(s, p, c, seed);
-  CheckResult const result = run_case(s, p, c, seed);
-  INFO(what);
+  INFO(describe(s, p, c, seed));  // printed if anything below fails or throws
+  Matrices const x = random_matrices(s, p, c, seed);
+  HostMatrix const C = run_step(x, s, c);
+  CheckResult const result = gemm::check_result(
+      C, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, gemm::kFloatUnitRoundoff));
+  INFO(result.summary());
+  CHECK(result.passed());
+}
+
+// Two runs on the same inputs must give the same bits, everywhere in C's buffer: the promise
+// cuBLAS makes by default, and the one split-K breaks if its partial sums are added in
+// whatever order the blocks finish.
+void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars const& c = {}) {
+  std::uint64_t const seed = fresh_seed();
+  INFO(describe(s, p, c, seed));
+  Matrices const x = random_matrices(s, p, c, seed);
+  HostMatrix const first = run_step(x, s, c);
+  HostMatrix const second = run_step(x, s, c);
+  std::size_t differing = 0, first_difference = 0;
+  for (std::size_t i = 0; i < first.data.size(); ++i) {
+    if (gemm::float_to_bits(first.data[i]) != gemm::float_to_bits(second.data[i])) {
+      if (differing == 0) first_difference = i;
+      ++differing;
+    }
+  }
+  INFO("elements that differ between two runs: " << differing << " (first at buffer index "
+                                                 << first_difference << ")");
+  CHECK(differing == 0);
+  CheckResult const result = gemm::check_result(
+      first, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, gemm::kFloatUnitRoundoff));
   INFO(result.summary());
   CHECK(result.passed());
 }
@@ -140,7 +182,7 @@ TEST_CASE("alpha and beta") {
 }
 
 TEST_CASE("beta == 0 never reads C, even when C is full of NaN") {
-  // run_case poisons C with NaN whenever beta == 0; alpha == 0 as well must give exact zeros.
+  // check_case poisons C with NaN whenever beta == 0; alpha == 0 as well must give exact zeros.
   for (auto const& s : std::vector<Shape>{{35, 79, 19}, {256, 256, 256}}) {
     check_case(s, {}, {1.0f, 0.0f});
     check_case(s, {}, {0.0f, 0.0f});
@@ -152,7 +194,17 @@ TEST_CASE("a larger problem: many blocks, long K") {
   check_case({1000, 1000, 333}, {1, 1, 1, 1}, {0.75f, -0.5f});
 }
 
-TEST_CASE("invalid arguments throw std::invalid_argument and touch nothing") {
+TEST_CASE("bitwise the same C on every run") {
+  // Small M x N with a long K is where split-K kernels cut K into many slices.
+  check_bitwise_repeatable({64, 64, 65536});
+  check_bitwise_repeatable({257, 263, 8191});
+  check_bitwise_repeatable({257, 263, 8191}, {1, 2, 3, 1}, {-0.5f, 0.75f});
+  check_bitwise_repeatable({1031, 1031, 1031});
+  check_bitwise_repeatable({35, 79, 19});
+  check_bitwise_repeatable({1000, 1000, 333}, {}, {1.5f, 2.0f});
+}
+
+TEST_CASE("invalid arguments throw std::invalid_argument naming the argument, touch nothing") {
   HostMatrix A(layout(8, 8, 0, 0)), B(layout(8, 8, 0, 0)), C(layout(8, 8, 0, 0));
   gemm::fill_constant(A, 1.0f);
   gemm::fill_constant(B, 1.0f);
@@ -162,33 +214,37 @@ TEST_CASE("invalid arguments throw std::invalid_argument and touch nothing") {
   float const* b = dB.data();
   float* c = dC.data();
   cudaStream_t st = test_stream();
-  CHECK_THROWS_AS(gemm::sgemm(0, 8, 8, 1, a, 8, b, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, -1, 8, 1, a, 8, b, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, -8, 1, a, 8, b, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, a, 7, b, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 7, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, c, 7, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, nullptr, 8, b, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, a, 8, nullptr, 8, 0, c, 8, st), std::invalid_argument);
-  CHECK_THROWS_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, nullptr, 8, st), std::invalid_argument);
+  using std::invalid_argument;
+  CHECK_THROWS_WITH_AS(gemm::sgemm(0, 8, 8, 1, a, 8, b, 8, 0, c, 8, st),
+                       doctest::Contains("m must be >= 1"), invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, -1, 8, 1, a, 8, b, 8, 0, c, 8, st),
+                       doctest::Contains("n must be >= 1"), invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, -8, 1, a, 8, b, 8, 0, c, 8, st),
+                       doctest::Contains("k must be >= 1"), invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 7, b, 8, 0, c, 8, st), doctest::Contains("lda"),
+                       invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 7, 0, c, 8, st), doctest::Contains("ldb"),
+                       invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, c, 7, st), doctest::Contains("ldc"),
+                       invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, nullptr, 8, b, 8, 0, c, 8, st),
+                       doctest::Contains("A must not be null"), invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, nullptr, 8, 0, c, 8, st),
+                       doctest::Contains("B must not be null"), invalid_argument);
+  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, nullptr, 8, st),
+                       doctest::Contains("C must not be null"), invalid_argument);
   gemm::check_cuda(cudaStreamSynchronize(st), "sync");
   HostMatrix after(C.layout);
   dC.download(after);
-  for (std::size_t i = 0; i < C.data.size(); ++i) {
-    REQUIRE(gemm::float_to_bits(after.data[i]) == gemm::float_to_bits(C.data[i]));
-  }
-  // And the message names the argument.
-  try {
-    gemm::sgemm(8, 8, 8, 1, a, 5, b, 8, 0, c, 8, st);
-  } catch (std::invalid_argument const& e) {
-    CHECK(std::string(e.what()).find("lda") != std::string::npos);
-  }
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < C.data.size(); ++i)
+    changed += gemm::float_to_bits(after.data[i]) != gemm::float_to_bits(C.data[i]);
+  CHECK(changed == 0);
 }
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA GPU: GPU suite skipped\n");
+  if (auto const missing = gemm::why_no_gpu()) {
+    std::printf("%s: GPU suite skipped\n", missing->c_str());
     return gemm::kExitSkipped;
   }
   doctest::Context context(argc, argv);

@@ -15,8 +15,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli.h"
 #include "cuda_check.h"
-#include "report.h"
+#include "gpu_info.h"
 #include "timer.h"
 
 namespace {
@@ -78,12 +79,19 @@ double width_run(Context const& ctx, int block, std::size_t offset_bytes = 0) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (auto const exit_code =
+          gemm::simple_command_line(argc, argv,
+                                    "usage: demo_copy_bandwidth\n"
+                                    "\n"
+                                    "Copies 1 GiB buffers with 1- to 16-byte accesses, several "
+                                    "block sizes, misaligned and strided\n"
+                                    "warps, and prints each rate as a percentage of a cudaMemcpy "
+                                    "copy measured in the same run.\n"
+                                    "Background: docs/02_coalescing_and_vectors.md\n"))
+    return *exit_code;
   Context ctx;
-  if (cudaGetDeviceCount(&ctx.sms) != cudaSuccess || ctx.sms == 0) {
-    std::fprintf(stderr, "demo_copy_bandwidth: no CUDA GPU\n");
-    return 3;
-  }
+  if (auto const exit_code = gemm::exit_code_without_gpu("demo_copy_bandwidth")) return *exit_code;
   gemm::check_cuda(cudaDeviceGetAttribute(&ctx.sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
   gemm::check_cuda(cudaMalloc(&ctx.src, kBytes), "cudaMalloc");
   gemm::check_cuda(cudaMalloc(&ctx.dst, kBytes), "cudaMalloc");

@@ -7,16 +7,23 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli.h"
 #include "cuda_check.h"
-#include "report.h"
+#include "gpu_info.h"
 #include "timer.h"
 
-int main() {
+int main(int argc, char** argv) {
+  if (auto const exit_code = gemm::simple_command_line(
+          argc, argv,
+          "usage: demo_device_query\n"
+          "\n"
+          "Prints what this GPU is made of (SMs, clocks, registers, shared memory, L2, memory) and "
+          "the\n"
+          "two ceilings the chapters compare against: the FP32 FMA peak (computed) and the\n"
+          "device-to-device copy bandwidth (measured). Background: docs/01_cuda_model.md\n"))
+    return *exit_code;
+  if (auto const exit_code = gemm::exit_code_without_gpu("demo_device_query")) return *exit_code;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    std::fprintf(stderr, "demo_device_query: no CUDA GPU\n");
-    return 3;
-  }
   cudaDeviceProp p{};
   gemm::check_cuda(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   auto attribute = [&](cudaDeviceAttr a) {

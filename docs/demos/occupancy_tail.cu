@@ -14,8 +14,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli.h"
 #include "cuda_check.h"
-#include "report.h"
+#include "gpu_info.h"
 #include "timer.h"
 
 namespace {
@@ -46,12 +47,16 @@ __global__ void fixed_work_block(float* out, float seed) {
 
 }  // namespace
 
-int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "demo_occupancy_tail: no CUDA GPU\n");
-    return 3;
-  }
+int main(int argc, char** argv) {
+  if (auto const exit_code = gemm::simple_command_line(
+          argc, argv,
+          "usage: demo_occupancy_tail\n"
+          "\n"
+          "Measures a copy's bandwidth against the resident warps per SM, and a kernel's time "
+          "against\n"
+          "its number of blocks (waves and the tail). Background: docs/03_occupancy_and_tail.md\n"))
+    return *exit_code;
+  if (auto const exit_code = gemm::exit_code_without_gpu("demo_occupancy_tail")) return *exit_code;
   int sms = 0, smem_per_sm = 0, reserved = 0, max_threads = 0;
   gemm::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
   gemm::check_cuda(

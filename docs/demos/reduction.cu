@@ -17,8 +17,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli.h"
 #include "cuda_check.h"
-#include "report.h"
+#include "gpu_info.h"
 #include "timer.h"
 #include "verify.h"
 
@@ -80,12 +81,17 @@ __global__ void reduce_shuffle_float4(float4 const* __restrict__ x, std::size_t 
 
 }  // namespace
 
-int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "demo_reduction: no CUDA GPU\n");
-    return 3;
-  }
+int main(int argc, char** argv) {
+  if (auto const exit_code =
+          gemm::simple_command_line(argc, argv,
+                                    "usage: demo_reduction\n"
+                                    "\n"
+                                    "Sums 64 Mi floats three ways (shared-memory tree, warp "
+                                    "shuffles, shuffles with float4 loads)\n"
+                                    "and compares each with the copy rate and a float64 sum. "
+                                    "Background: docs/04_reduction.md\n"))
+    return *exit_code;
+  if (auto const exit_code = gemm::exit_code_without_gpu("demo_reduction")) return *exit_code;
   int sms = 0;
   gemm::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
   std::size_t const n = std::size_t(1) << 26;

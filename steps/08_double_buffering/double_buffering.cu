@@ -130,14 +130,11 @@ void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, floa
   char const* const routine = "sgemm (step 08_double_buffering)";
   check_gemm_arguments(routine, m, n, k, A, lda, B, ldb, C, ldc);
   dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), routine);
-  bool const vector = rows_are_16_byte_aligned(A, lda) && rows_are_16_byte_aligned(B, ldb) &&
-                      rows_are_16_byte_aligned(C, ldc);
-  if (vector) {
-    double_buffered_sgemm_kernel<true>
+  // Step 06's choice between the float4 and the scalar kernel, written once in common/.
+  bool const vector = all_rows_16_byte_aligned(A, lda, B, ldb, C, ldc);
+  dispatch_bool(vector, [&](auto kVector) {
+    double_buffered_sgemm_kernel<kVector()>
         <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-  } else {
-    double_buffered_sgemm_kernel<false>
-        <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-  }
+  });
   check_launch(routine);
 }

@@ -176,14 +176,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool kAlignedB, bool kAlignedC>
-void launch(dim3 grid, int m, int n, int k, float alpha, float const* A, int lda, float const* B,
-            int ldb, float beta, float* C, int ldc, cudaStream_t stream) {
-  auto* const kernel = async_copy_sgemm_kernel<kAlignedB, kAlignedC>;
-  static_assert(kSharedBytes <= 48 * 1024, "no opt-in needed below 48 KB");
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
 }  // namespace
 
 void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, float const* B, int ldb,
@@ -191,16 +183,14 @@ void gemm::sgemm(int m, int n, int k, float alpha, float const* A, int lda, floa
   char const* const routine = "sgemm (step 10_async_copy)";
   check_gemm_arguments(routine, m, n, k, A, lda, B, ldb, C, ldc);
   dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), routine);
-  bool const aligned_b = rows_are_16_byte_aligned(B, ldb);
-  bool const aligned_c = rows_are_16_byte_aligned(C, ldc);
-  if (aligned_b && aligned_c) {
-    launch<true, true>(grid, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-  } else if (aligned_b) {
-    launch<true, false>(grid, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-  } else if (aligned_c) {
-    launch<false, true>(grid, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-  } else {
-    launch<false, false>(grid, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
-  }
+  // Two independent choices, B's copies and C's stores, each a template argument: the
+  // generic lambdas of dispatch_bool instantiate the four kernels.
+  static_assert(kSharedBytes <= 48 * 1024, "no opt-in needed below 48 KB");
+  dispatch_bool(rows_are_16_byte_aligned(B, ldb), [&](auto kAlignedB) {
+    dispatch_bool(rows_are_16_byte_aligned(C, ldc), [&](auto kAlignedC) {
+      async_copy_sgemm_kernel<kAlignedB(), kAlignedC()>
+          <<<grid, kThreads, kSharedBytes, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    });
+  });
   check_launch(routine);
 }

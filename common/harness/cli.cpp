@@ -4,6 +4,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <iostream>
 
 namespace gemm {
 
@@ -66,7 +67,8 @@ std::optional<Shape> parse_shape(std::string_view text, std::string& error) {
   return Shape{dims[0], dims[1], dims[2]};
 }
 
-ParseResult parse_command_line(std::span<char const* const> args) {
+ParseResult parse_command_line(std::span<char const* const> args,
+                               std::vector<Shape> const& default_shapes) {
   Options options;
   ParseResult result;
   auto fail = [&](std::string message) {
@@ -117,7 +119,7 @@ ParseResult parse_command_line(std::span<char const* const> args) {
       options.shapes.push_back(*shape);
     }
   }
-  if (options.shapes.empty()) options.shapes.push_back(Shape{4096, 4096, 4096});
+  if (options.shapes.empty()) options.shapes = default_shapes;
   result.options = options;
   return result;
 }
@@ -144,6 +146,25 @@ std::string usage(std::string_view program) {
          "             3 no CUDA GPU, 4 out of memory or another CUDA failure\n"
          "example: " +
          p + " 4096 4097 1000x3000x2000 --beta 0.5\n";
+}
+
+std::optional<int> simple_command_line(int argc, char** argv, std::string_view usage_text,
+                                       std::initializer_list<std::string_view> flags) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view const arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::cout << usage_text;
+      return kExitOk;
+    }
+    bool known = false;
+    for (auto const flag : flags)
+      known = known || arg == flag;
+    if (!known) {
+      std::cerr << argv[0] << ": unknown argument '" << arg << "'\n\n" << usage_text;
+      return kExitUsage;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace gemm

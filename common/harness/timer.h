@@ -4,12 +4,22 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "cuda_check.h"
-#include "report.h"
 
 namespace gemm {
+
+// The median (mean of the two middle values for an even count); throws on an empty vector.
+// Medians, not means: one run slowed by a neighbour on a shared GPU does not move them.
+inline double median_of(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("median_of: no values");
+  std::sort(values.begin(), values.end());
+  std::size_t const half = values.size() / 2;
+  return values.size() % 2 ? values[half] : 0.5 * (values[half - 1] + values[half]);
+}
 
 class EventTimer {
  public:

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,7 +29,7 @@ struct Shape {
 };
 
 struct Options {
-  std::vector<Shape> shapes;  // default: 4096^3
+  std::vector<Shape> shapes;  // default: parse_command_line's default_shapes
   float alpha = 1.0f;
   float beta = 0.0f;
   int warmup = 5;
@@ -43,12 +44,20 @@ struct ParseResult {
   std::string error;               // set on failure: what was wrong, in one line
 };
 
-// Parses the arguments after the program name. Never throws, never exits.
-ParseResult parse_command_line(std::span<char const* const> args);
+// Parses the arguments after the program name. Never throws, never exits. Without a SIZE
+// argument, the shapes are `default_shapes`.
+ParseResult parse_command_line(std::span<char const* const> args,
+                               std::vector<Shape> const& default_shapes = {{4096, 4096, 4096}});
 
 // Parses "4096" (square) or "1000x3000x2000" (m x n x k); nullopt with `error` set otherwise.
 std::optional<Shape> parse_shape(std::string_view text, std::string& error);
 
 std::string usage(std::string_view program);
+
+// The whole command line of a program that takes no sizes, only the flags listed (the demos):
+// -h or --help prints `usage_text` and gives exit status 0; anything not in `flags` prints an
+// error and the usage and gives 2; otherwise nullopt, and the program runs.
+std::optional<int> simple_command_line(int argc, char** argv, std::string_view usage_text,
+                                       std::initializer_list<std::string_view> flags = {});
 
 }  // namespace gemm

@@ -12,11 +12,4 @@ namespace gemm {
 template <typename Precision>
 int run_harness(std::string const& step_directory, int argc, char** argv);
 
-// One line naming the GPU, its SM count, clocks and memory; and one naming the CUDA runtime,
-// driver and cuBLAS versions. Throws CudaError when there is no usable GPU.
-std::string describe_gpu(int device);
-std::string describe_software();
-// The GPU's name, for the CSV.
-std::string gpu_name(int device);
-
 }  // namespace gemm
