@@ -3,14 +3,21 @@
 # builds everything and runs the test suites. On a fresh machine with the CUDA toolkit it does
 # all the set-up itself (installing meson, ninja and doctest with apt-get when it runs as root).
 #
-#   ./run_all.sh                      progression table at 4096^3 and 4097^3
+#   ./run_all.sh                      the progression table at 4096^3 and 4097^3
 #   ./run_all.sh --sizes "4096 8192 4097 1000x3000x2000"
-#   ./run_all.sh --steps "03 05"      only these steps
-#   ./run_all.sh --test               host tests + the GPU suite for every step
+#   ./run_all.sh --steps "3 05 13"    only these steps (numbers, with or without the 0)
+#   ./run_all.sh --test               host tests + the GPU suite of every step
+#   ./run_all.sh --test --exercises   ... and the exercise skeletons' suites (they fail until
+#                                     the TODOs are solved; turns on -Dexercises=true)
 #
-# Results: build/results/<step>.csv (one per step), build/results/progression.csv (all rows),
-# build/results/progression.md (the table, with GPU and date) and, when python3 has
-# matplotlib, build/results/progression.png (GFLOPS per step against cuBLAS).
+# Options: --sizes "S ...", --steps "NN ...", --warmup N, --repeats N, --build-dir DIR,
+# --test, --exercises, -h/--help. Sizes are N (N x N x N) or MxNxK.
+#
+# Results: build/results/<step>.csv and .log (one per step), build/results/progression.csv
+# (all rows), build/results/progression.md (the tables, with GPU and date) and, when python3
+# has matplotlib, build/results/progression.png. Build output goes to build/logs/; on a
+# failure its last lines are printed. Exit status: 0 everything passed, 1 a check or test
+# failed (or the build did), 2 bad options, 3 no GPU (table mode).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,41 +29,89 @@ step_filter=""
 warmup=3
 repeats=11
 mode=table
+with_exercises=no
 
 usage() {
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-  echo "options: --sizes \"S ...\"  --steps \"NN ...\"  --warmup N  --repeats N  --build-dir DIR  --test"
+  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
+die_usage() {
+  echo "run_all.sh: $*" >&2
+  echo "(./run_all.sh --help for the options)" >&2
+  exit 2
+}
+say() { printf '==> %s\n' "$*" >&2; }
 
+# --- options: all checked before anything is built -------------------------------------------
+need_value() {  # option, number of arguments left after it
+  [[ $2 -ge 2 ]] || die_usage "$1 needs a value"
+}
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --test) mode=test ;;
-    --sizes) sizes=${2:?--sizes needs a value}; shift ;;
-    --steps) step_filter=${2:?--steps needs a value}; shift ;;
-    --warmup) warmup=${2:?--warmup needs a value}; shift ;;
-    --repeats) repeats=${2:?--repeats needs a value}; shift ;;
-    --build-dir) build_dir=${2:?--build-dir needs a value}; shift ;;
+    --test) mode="test" ;;
+    --exercises) with_exercises=yes ;;
+    --sizes) need_value "$1" $#; sizes=$2; shift ;;
+    --steps) need_value "$1" $#; step_filter=$2; shift ;;
+    --warmup) need_value "$1" $#; warmup=$2; shift ;;
+    --repeats) need_value "$1" $#; repeats=$2; shift ;;
+    --build-dir) need_value "$1" $#; build_dir=$2; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "run_all.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    *) die_usage "unknown argument '$1'" ;;
   esac
   shift
 done
 
-say() { printf '==> %s\n' "$*" >&2; }
+positive='^[1-9][0-9]{0,8}$'  # 1 .. 999,999,999: fits an int
+[[ $warmup =~ $positive && $warmup -le 100000 ]] ||
+  die_usage "--warmup '$warmup' must be a whole number from 1 to 100000"
+[[ $repeats =~ $positive && $repeats -le 100000 ]] ||
+  die_usage "--repeats '$repeats' must be a whole number from 1 to 100000"
+read -r -a size_list <<<"$sizes"
+[[ ${#size_list[@]} -gt 0 ]] || die_usage "--sizes needs at least one size"
+for size in "${size_list[@]}"; do
+  if [[ ! $size =~ ^[1-9][0-9]{0,8}$ && ! $size =~ ^[1-9][0-9]{0,8}x[1-9][0-9]{0,8}x[1-9][0-9]{0,8}$ ]]; then
+    die_usage "size '$size' must be N or MxNxK with whole numbers >= 1 (e.g. 4096 or 1000x3000x2000)"
+  fi
+done
+[[ $with_exercises == no || $mode == test ]] || die_usage "--exercises goes with --test"
 
-# --- prerequisites ---------------------------------------------------------------------------
-if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
+# The steps to run, as directory names; --steps takes numbers with or without a leading 0.
+all_steps=()
+for dir in steps/*/; do all_steps+=("$(basename "$dir")"); done
+steps=()
+if [[ -z $step_filter ]]; then
+  steps=("${all_steps[@]}")
+else
+  read -r -a wanted <<<"$step_filter"
+  [[ ${#wanted[@]} -gt 0 ]] || die_usage "--steps needs at least one step number"
+  for number in "${wanted[@]}"; do
+    [[ $number =~ ^[0-9]{1,2}$ ]] || die_usage "--steps: '$number' is not a step number (e.g. 5 or 05)"
+    padded=$(printf '%02d' "$((10#$number))")
+    found=""
+    for step in "${all_steps[@]}"; do
+      [[ ${step%%_*} == "$padded" ]] && found=$step
+    done
+    [[ -n $found ]] || die_usage "--steps: there is no step $padded (steps: ${all_steps[*]%%_*})"
+    steps+=("$found")
+  done
 fi
-if ! command -v nvcc >/dev/null 2>&1; then
-  echo "run_all.sh: the CUDA toolkit (nvcc) was not found. Install it, or put its bin/ on PATH." >&2
+
+# --- prerequisites -----------------------------------------------------------------------------
+nvcc_path=$(command -v nvcc 2>/dev/null || true)
+if [[ -z $nvcc_path && -x /usr/local/cuda/bin/nvcc ]]; then
+  nvcc_path=/usr/local/cuda/bin/nvcc
+fi
+if [[ -z $nvcc_path ]]; then
+  echo "run_all.sh: the CUDA toolkit (nvcc) was not found on PATH or in /usr/local/cuda/bin." >&2
+  echo "  Install it (https://developer.nvidia.com/cuda-downloads), or put its bin/ on PATH." >&2
   exit 1
 fi
+nvcc_path=$(cd "$(dirname "$nvcc_path")" && pwd)/$(basename "$nvcc_path")
+nvcc_dir=$(dirname "$nvcc_path")
+export PATH="$nvcc_dir:$PATH"
 
 have_doctest() {
   echo '#include <doctest/doctest.h>' | c++ -std=c++20 -fsyntax-only -x c++ - >/dev/null 2>&1
 }
-
 missing=()
 command -v meson >/dev/null 2>&1 || missing+=(meson)
 command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
@@ -73,84 +128,111 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   fi
 fi
+meson_version=$(meson --version)
+if [[ ! $meson_version =~ ^([0-9]+)\. ]] || [[ ${BASH_REMATCH[1]} -lt 1 ]]; then
+  echo "run_all.sh: Meson $meson_version is too old; the build needs Meson 1.0 or later." >&2
+  echo "  Where the distribution's is older (Ubuntu 22.04 ships 0.61), install a newer one" >&2
+  echo "  for your user and make sure it comes first on PATH:" >&2
+  echo "    python3 -m pip install --user 'meson>=1.0' ninja && export PATH=\$HOME/.local/bin:\$PATH" >&2
+  exit 1
+fi
 
-# --- configure and build ---------------------------------------------------------------------
+# --- configure and build -----------------------------------------------------------------------
+logs=$build_dir/logs
+# Runs a build command with its output in a log file; on failure shows the log's tail.
+logged() {
+  local log=$1
+  shift
+  mkdir -p "$logs"
+  if ! "$@" >"$log" 2>&1; then
+    echo "run_all.sh: '$*' failed. The last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
 if [[ ! -f $build_dir/build.ninja ]]; then
-  say "configuring $build_dir"
-  meson setup "$build_dir" >/dev/null
+  say "configuring $build_dir (log: $logs/setup.log)"
+  # The native file pins nvcc by its absolute path, so that the build directory keeps working
+  # from a shell whose PATH does not have nvcc (meson compile, meson test after an edit).
+  mkdir -p "$logs"
+  printf "[binaries]\ncuda = '%s'\n" "$nvcc_path" >"$logs/nvcc-native.ini"
+  logged "$logs/setup.log" meson setup "$build_dir" --native-file "$logs/nvcc-native.ini"
 elif [[ $mode == test && ! -x $build_dir/host_tests ]]; then
   say "reconfiguring $build_dir (doctest is available now)"
-  meson setup --reconfigure "$build_dir" >/dev/null
+  logged "$logs/setup.log" meson setup --reconfigure "$build_dir"
 fi
-say "building"
-meson compile -C "$build_dir" >/dev/null
+if [[ $with_exercises == yes ]]; then
+  logged "$logs/setup.log" meson configure "$build_dir" -Dexercises=true
+fi
+say "building (log: $logs/compile.log)"
+logged "$logs/compile.log" meson compile -C "$build_dir"
 
 if [[ $mode == test ]]; then
-  say "running the tests (host tests; GPU suite per step, skipped without a GPU)"
-  exec meson test -C "$build_dir" --print-errorlogs
+  if [[ $with_exercises == yes ]]; then
+    say "running the tests: host, the GPU suite of every step, and the exercise skeletons"
+    exec meson test -C "$build_dir" --print-errorlogs
+  fi
+  say "running the tests: host, and the GPU suite of every step (skipped without a GPU)"
+  exec meson test -C "$build_dir" --print-errorlogs --no-suite exercises
 fi
 
 # --- run every step ----------------------------------------------------------------------------
 results=$build_dir/results
 mkdir -p "$results"
-steps=()
-for dir in steps/*/; do
-  step=$(basename "$dir")
-  if [[ -n $step_filter ]]; then
-    [[ " $step_filter " == *" ${step%%_*} "* ]] || continue
-  fi
-  steps+=("$step")
-done
-if [[ ${#steps[@]} -eq 0 ]]; then
-  echo "run_all.sh: no step matches '$step_filter'" >&2
-  exit 2
-fi
-
 failed=()
 csv_files=()
-header_written=no
 for i in "${!steps[@]}"; do
   step=${steps[$i]}
   say "[$((i + 1))/${#steps[@]}] $step: sizes $sizes"
   csv=$results/$step.csv
+  log=$results/$step.log
   status=0
-  # shellcheck disable=SC2086  # $sizes is a list of sizes
-  "$build_dir/$step" --csv --warmup "$warmup" --repeats "$repeats" $sizes >"$csv" \
-    2>"$results/$step.log" || status=$?
-  if [[ $header_written == no ]]; then
-    grep '^# ' "$results/$step.log" | grep -E 'GPU|CUDA' | sed 's/^# //' >"$results/environment.txt" || true
-    header_written=yes
+  "$build_dir/$step" --csv --warmup "$warmup" --repeats "$repeats" "${size_list[@]}" >"$csv.part" \
+    2>"$log" || status=$?
+  if [[ $status -eq 3 ]]; then  # no GPU: nothing else will run either, and nothing is kept
+    cat "$log" >&2
+    rm -f "$csv.part" "$log"
+    exit 3
   fi
+  if [[ $(wc -l <"$csv.part") -gt 1 ]]; then
+    mv "$csv.part" "$csv"
+    csv_files+=("$csv")
+    python3 common/harness/results.py progress "$csv" | sed 's/^/      /' >&2
+  else
+    rm -f "$csv.part" "$csv"
+  fi
+  grep -v '^# \(step\|GPU\|CUDA\)' "$log" | sed 's/^/      /' >&2 || true
   case $status in
     0) ;;
     1) failed+=("$step (wrong result)") ;;
-    3) cat "$results/$step.log" >&2; exit 3 ;;  # no GPU: nothing else will run either
     *) failed+=("$step (exit $status)") ;;
   esac
-  # Progress: one line per size as the step finishes.
-  awk -F, 'NR > 1 { printf "      %-20s %10.1f GFLOPS  %5.1f%% of cuBLAS  %s\n", $4 "x" $5 "x" $6, $10, $13, $14 }' "$csv" >&2
-  grep -v '^# \(step\|GPU\|CUDA\)' "$results/$step.log" | sed 's/^/      /' >&2 || true
-  [[ -s $csv ]] && csv_files+=("$csv")
 done
 
-# --- the table -------------------------------------------------------------------------------
-head -n 1 "${csv_files[0]}" >"$results/progression.csv"
-for f in "${csv_files[@]}"; do tail -n +2 "$f" >>"$results/progression.csv"; done
+# --- the tables --------------------------------------------------------------------------------
+if [[ ${#csv_files[@]} -eq 0 ]]; then
+  echo "run_all.sh: no step produced a result" >&2
+  exit 1
+fi
 {
-  echo "Measured $(date -u +%Y-%m-%d) with run_all.sh --sizes \"$sizes\" --warmup $warmup --repeats $repeats"
+  head -n 1 "${csv_files[0]}"
+  for f in "${csv_files[@]}"; do tail -n +2 "$f"; done
+} >"$results/progression.csv"
+environment=$(grep -h '^# \(GPU\|CUDA\)' "$results/${steps[0]}.log" | sed 's/^# /    /' || true)
+{
+  echo "Measured $(date -u +%Y-%m-%d) with ./run_all.sh --sizes \"$sizes\" --warmup $warmup --repeats $repeats"
   echo
-  sed 's/^/    /' "$results/environment.txt"
+  echo "$environment"
   echo
-  "$build_dir/progression_table" "$results/progression.csv"
+  python3 common/harness/results.py table "$results/progression.csv"
 } >"$results/progression.md"
 cat "$results/progression.md"
 echo "(written to $results/progression.md and $results/progression.csv)" >&2
 
-# The progression plot, when python3 has matplotlib.
 if python3 -c 'import matplotlib' >/dev/null 2>&1; then
-  python3 common/plot_progression.py "$results/progression.csv" "$results/progression.png" >&2
+  python3 common/harness/results.py plot "$results/progression.csv" "$results/progression.png"
 else
-  echo "(no plot: python3 with matplotlib not found; 'pip install matplotlib' to get $results/progression.png)" >&2
+  echo "(no plot: python3 has no matplotlib; 'python3 -m pip install matplotlib' for $results/progression.png)" >&2
 fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
