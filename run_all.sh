@@ -177,6 +177,17 @@ if [[ $mode == test ]]; then
 fi
 
 # --- run every step ----------------------------------------------------------------------------
+# A directory under steps/ that meson.build does not list has no executable: say so, skip it.
+built_steps=()
+for step in "${steps[@]}"; do
+  if [[ -x $build_dir/$step ]]; then
+    built_steps+=("$step")
+  else
+    echo "run_all.sh: steps/$step has no executable $build_dir/$step (is it in meson.build?); skipped" >&2
+  fi
+done
+[[ ${#built_steps[@]} -gt 0 ]] || { echo "run_all.sh: no step to run" >&2; exit 1; }
+steps=("${built_steps[@]}")
 results=$build_dir/results
 mkdir -p "$results"
 failed=()

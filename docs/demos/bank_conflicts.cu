@@ -7,7 +7,7 @@
 // program computes that number from the 32 addresses, then measures the time per warp-wide
 // load with many warps loading in a loop.
 //
-// A second table does the same for 16-byte loads (LDS.128), where three descriptions of the
+// A second table does the same for 16-byte loads (LDS.128), where several descriptions of the
 // hardware are in circulation: it prints the prediction of each beside the measurement.
 //
 // To count the wavefronts with the profiler instead (--profile: one launch per pattern, no
@@ -166,15 +166,42 @@ __host__ __device__ int chunk_index(int pattern, int lane, int j) {
   return 0;
 }
 
-// The three descriptions of LDS.128 one meets, as predictions from the 32 chunk indices. In
-// each, the lanes served together need as many wavefronts as the busiest bank has distinct
-// words to deliver; they differ in which lanes are served together.
+// Four descriptions of LDS.128, as predictions from the 32 chunk indices. The first three
+// are the ones in circulation: the lanes served together need as many wavefronts as the
+// busiest bank has distinct words to deliver, and they differ in which lanes are served
+// together:
 //   kWholeWarp:    all 32 lanes at once (the 4-byte rule, applied to 4 words per lane);
 //   kHalfWarps:    lanes 0-15, then lanes 16-31, each half on its own;
 //   kQuarterWarps: lanes 0-7, 8-15, 16-23, 24-31, each quarter on its own.
-enum VectorModel { kWholeWarp, kHalfWarps, kQuarterWarps };
+// The fourth is the rule that fits every measurement of this program and of the GEMM steps
+// (docs/05_bank_conflicts.md):
+//   kQuadsInHalves: each half warp on its own; in it, the lanes of an aligned group of four
+//     that read the same chunk make one request, every other (group, chunk) pair another;
+//     a wavefront carries 8 requests (128 bytes) and at most one distinct chunk per set of
+//     4 banks: max(ceil(requests / 8), most distinct chunks on one set of banks).
+enum VectorModel { kWholeWarp, kHalfWarps, kQuarterWarps, kQuadsInHalves };
 
 int predicted_vector_wavefronts(int pattern, int j, VectorModel model) {
+  if (model == kQuadsInHalves) {
+    int total = 0;
+    for (int half = 0; half < 2; ++half) {
+      int requests = 0;
+      std::vector<std::set<int>> chunks_on_banks(8);  // chunk c uses banks 4 (c % 8) .. + 3
+      for (int quad = 4 * half; quad < 4 * half + 4; ++quad) {
+        std::set<int> in_quad;
+        for (int lane = 4 * quad; lane < 4 * quad + 4; ++lane)
+          in_quad.insert(chunk_index(pattern, lane, j));
+        requests += static_cast<int>(in_quad.size());
+        for (int c : in_quad)
+          chunks_on_banks[c % 8].insert(c);
+      }
+      std::size_t most = 0;
+      for (auto const& on_banks : chunks_on_banks)
+        most = std::max(most, on_banks.size());
+      total += std::max((requests + 7) / 8, static_cast<int>(most));
+    }
+    return total;
+  }
   int const group = model == kWholeWarp ? 32 : model == kHalfWarps ? 16 : 8;
   int total = 0;
   for (int first = 0; first < 32; first += group) {
@@ -294,28 +321,28 @@ int main(int argc, char** argv) {
     std::printf("%-40s %22d %26.2f\n", kNames[pattern], predicted, cycles / warp_loads_per_sm);
   }
 
-  std::printf("\n%-44s %26s %26s\n", "16-byte loads (LDS.128): chunk read by lane",
-              "predicted: warp/half/quarter", "measured cycles per load");
+  std::printf("\n%-44s %34s %26s\n", "16-byte loads (LDS.128): chunk read by lane",
+              "predicted: warp/half/quarter/rule", "measured cycles per load");
   for (int pattern = 0; pattern < kVectorPatternCount; ++pattern) {
-    int predicted[3] = {0, 0, 0};
+    int predicted[4] = {0, 0, 0, 0};
     for (int j = 0; j < kLoadsPerIteration; ++j) {
-      for (int model : {kWholeWarp, kHalfWarps, kQuarterWarps}) {
+      for (int model : {kWholeWarp, kHalfWarps, kQuarterWarps, kQuadsInHalves}) {
         predicted[model] =
             std::max(predicted[model], predicted_vector_wavefronts(pattern, j, VectorModel(model)));
       }
     }
     char predictions[64];
-    std::snprintf(predictions, sizeof predictions, "%d / %d / %d", predicted[kWholeWarp],
-                  predicted[kHalfWarps], predicted[kQuarterWarps]);
+    std::snprintf(predictions, sizeof predictions, "%d / %d / %d / %d", predicted[kWholeWarp],
+                  predicted[kHalfWarps], predicted[kQuarterWarps], predicted[kQuadsInHalves]);
     auto launch = [&] { shared_vector_load_kernel<<<grid, kBlock>>>(pattern, sink); };
     if (profile_only) {
       launch();
       gemm::check_cuda(cudaDeviceSynchronize(), "shared_vector_load_kernel");
-      std::printf("%-44s %26s\n", kVectorNames[pattern], predictions);
+      std::printf("%-44s %34s\n", kVectorNames[pattern], predictions);
       continue;
     }
     double const cycles = gemm::median_time_ms(timer, launch, 2, 7) * 1e-3 * clock_khz * 1e3;
-    std::printf("%-44s %26s %26.2f\n", kVectorNames[pattern], predictions,
+    std::printf("%-44s %34s %26.2f\n", kVectorNames[pattern], predictions,
                 cycles / warp_loads_per_sm);
   }
   cudaFree(sink);
