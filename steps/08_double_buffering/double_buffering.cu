@@ -12,7 +12,7 @@
 //     it was read, and the barrier between guarantees every warp is done with it.
 // The price: twice the shared memory (16.5 KB per block) and 8 more registers per thread for
 // the prefetched float4s. Whether it pays depends on how much latency the other blocks on the
-// SM were already hiding (README.md measures it: source 004 found a version like this slower).
+// SM were already hiding; README.md measures it.
 #include "device_helpers.cuh"
 #include "gemm.h"
 
