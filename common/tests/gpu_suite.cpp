@@ -5,6 +5,7 @@
 //
 // A failure prints the case and its seed. To replay it with the same inputs:
 //   GEMM_TEST_SEED=<seed> build/test_NN_name --test-case="<the case's name>"
+// (doctest reads commas in --test-case as separators, so no case name has one.)
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -151,7 +152,7 @@ std::vector<Shape> const kShapes = {
 
 }  // namespace
 
-TEST_CASE("awkward shapes, tight leading dimensions") {
+TEST_CASE("awkward shapes with tight leading dimensions") {
   for (auto const& s : kShapes)
     check_case(s);
 }
@@ -181,7 +182,7 @@ TEST_CASE("alpha and beta") {
   }
 }
 
-TEST_CASE("beta == 0 never reads C, even when C is full of NaN") {
+TEST_CASE("beta == 0 never reads C even when C is full of NaN") {
   // check_case poisons C with NaN whenever beta == 0; alpha == 0 as well must give exact zeros.
   for (auto const& s : std::vector<Shape>{{35, 79, 19}, {256, 256, 256}}) {
     check_case(s, {}, {1.0f, 0.0f});
@@ -189,7 +190,7 @@ TEST_CASE("beta == 0 never reads C, even when C is full of NaN") {
   }
 }
 
-TEST_CASE("a larger problem: many blocks, long K") {
+TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({1024, 768, 512});
   check_case({1000, 1000, 333}, {1, 1, 1, 1}, {0.75f, -0.5f});
 }
@@ -204,7 +205,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({1000, 1000, 333}, {}, {1.5f, 2.0f});
 }
 
-TEST_CASE("invalid arguments throw std::invalid_argument naming the argument, touch nothing") {
+TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
   HostMatrix A(layout(8, 8, 0, 0)), B(layout(8, 8, 0, 0)), C(layout(8, 8, 0, 0));
   gemm::fill_constant(A, 1.0f);
   gemm::fill_constant(B, 1.0f);

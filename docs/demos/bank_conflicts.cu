@@ -13,8 +13,8 @@
 // To count the wavefronts with the profiler instead (--profile: one launch per pattern, no
 // timing; the launches come in the order of the tables):
 //   ncu --clock-control none --metrics
-//   l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
-//   build/demo_bank_conflicts --profile
+//   l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum,
+//   l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum build/demo_bank_conflicts --profile
 #include <cuda_runtime.h>
 
 #include <cstdio>

@@ -3,33 +3,27 @@
 arithmetic intensity (FLOPs per byte read from DRAM, and per byte of L2 traffic, both counted by
 Nsight Compute) and its measured GFLOPS, under this GPU's FP32 peak and copy bandwidth.
 
-usage: roofline.py PROGRESSION.csv PROFILE.md PEAK_TFLOPS COPY_GBS OUT.png
+usage: roofline.py PROGRESSION.csv PROFILE.csv PEAK_TFLOPS COPY_GBS OUT.png
   PROGRESSION.csv  run_all.sh's CSV (the 4096x4096x4096 rows are used)
-  PROFILE.md       docs/results/profile_4096_*.md (its first table: DRAM read and L2 traffic)
+  PROFILE.csv      docs/demos/profile_steps.sh's raw Nsight Compute CSV at 4096^3
+                   (dram__bytes_read.sum and lts__t_bytes.sum of every step and cuBLAS)
   PEAK_TFLOPS      FP32 FMA peak, e.g. 66.9 (build/demo_device_query prints it)
   COPY_GBS         measured copy bandwidth in GB/s (build/demo_device_query prints it)
 """
 import csv
-import re
 import sys
 
 
 def profile_bytes(path):
-    """step -> (DRAM read bytes, L2 bytes) from the first table of the profile file."""
-    out, header = {}, None
-    for line in open(path):
-        if not line.startswith("|"):
-            if header and out:
-                break
+    """label (step directory or "cublas") -> (DRAM read bytes, L2 bytes), from the raw CSV."""
+    out = {}
+    for row in csv.DictReader(open(path, newline="")):
+        if row["label"] == "units":
+            if row["dram__bytes_read.sum"] != "byte" or row["lts__t_bytes.sum"] != "byte":
+                raise SystemExit("roofline.py: expected DRAM and L2 traffic in bytes")
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if header is None:
-            header = cells
-            continue
-        if set(cells[0]) <= set("-: "):
-            continue
-        row = dict(zip(header, cells))
-        out[row["step"]] = (float(row["DRAM read (GB)"]) * 1e9, float(row["L2 traffic (GB)"]) * 1e9)
+        out[row["label"]] = (float(row["dram__bytes_read.sum"].replace(",", "")),
+                             float(row["lts__t_bytes.sum"].replace(",", "")))
     return out
 
 

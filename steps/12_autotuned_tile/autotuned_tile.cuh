@@ -52,7 +52,7 @@ struct TileConfig {
   // transposing copies), B as it is in memory.
   static constexpr int kAStride = kBM + 4;
   static constexpr int kStageFloats = kBK * (kAStride + kBN);
-  static constexpr int kSharedBytes =  // 49,664 bytes
+  static constexpr int kSharedBytes =  // 50,176 bytes
       kStages * kStageFloats * static_cast<int>(sizeof(float));
 
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles must cover the block tile");

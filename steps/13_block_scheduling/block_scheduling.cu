@@ -5,7 +5,7 @@
 //   1. Order. Blocks are issued roughly in index order, and step 12 numbers its tiles row by
 //      row: the 528 blocks in flight at once (132 SMs x 4) cover 8 to 17 whole tile rows of C,
 //      so together they read every panel of B while they read only a few panels of A. Grouped
-//      order (grouped_tile in block_scheduling.cuh) numbers the tiles down group_m tile rows
+//      order (grouped_tile below) numbers the tiles down group_m tile rows
 //      before moving right, so the blocks in flight cover a squarer patch of C and read fewer
 //      panels in all, which L2 can hold. README.md measures how much that matters here.
 //   2. Wave quantization. 4097^3 has 65 x 33 = 2145 tiles of 64 x 128: 4 full waves of 528
@@ -72,7 +72,7 @@ struct TileConfig {
   // transposing copies), B as it is in memory.
   static constexpr int kAStride = kBM + 4;
   static constexpr int kStageFloats = kBK * (kAStride + kBN);
-  static constexpr int kSharedBytes =  // 49,664 bytes
+  static constexpr int kSharedBytes =  // 50,176 bytes
       kStages * kStageFloats * static_cast<int>(sizeof(float));
 
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles must cover the block tile");
@@ -388,8 +388,11 @@ double partial_wave(long long blocks_per_sm) {
 }
 
 // FLOPs the GPU can do in the time it moves one byte to or from device memory: the FP32 FMA
-// peak over the copy bandwidth, about 15-20 on an H100 or H200 (docs/01_cuda_model.md). It
-// converts the bytes of the partial sums into arithmetic time.
+// peak over the measured copy bandwidth, 15.8 on an H200 and 22.4 on an H100 SXM
+// (build/demo_device_query; docs/results/). It converts the bytes of the partial sums into
+// arithmetic time. 16 or 22 make the same choices on the sizes of the progression table but
+// one: 4097^3 takes 3 slices with 16 and 1 with 22, and there the measured plans are within
+// 1% of each other (docs/results/sweep_13_h100_2026-11-22.txt).
 constexpr double kMachineBalance = 16.0;
 
 // Estimated time of a launch with `splits` K slices, in units of "one full wave of blocks,
