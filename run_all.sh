@@ -229,7 +229,10 @@ fi
   head -n 1 "${csv_files[0]}"
   for f in "${csv_files[@]}"; do tail -n +2 "$f"; done
 } >"$results/progression.csv"
-environment=$(grep -h '^# \(GPU\|CUDA\)' "$results/${steps[0]}.log" | sed 's/^# /    /' || true)
+# The GPU line, and one software line per baseline (FP32 and BF16 steps name different ones).
+environment=$(for step in "${steps[@]}"; do
+  grep -h '^# \(GPU\|CUDA\)' "$results/$step.log" 2>/dev/null || true
+done | awk '!seen[$0]++' | sed 's/^# /    /')
 {
   echo "Measured $(date -u +%Y-%m-%d) with ./run_all.sh --sizes \"$sizes\" --warmup $warmup --repeats $repeats"
   echo

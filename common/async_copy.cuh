@@ -26,10 +26,18 @@ __device__ __forceinline__ void cp_async_4(float* dst, float const* src, bool va
 }
 
 // 16 bytes, bypassing L1 (.cg): the data is used once from shared memory, caching it in L1
-// would only evict something else. dst and src must be 16-byte aligned.
-__device__ __forceinline__ void cp_async_16(float* dst, float const* src, int src_bytes) {
+// would only evict something else. dst and src must be 16-byte aligned. (Any element type: 4
+// floats, or 8 bf16 in the tensor-core steps.)
+__device__ __forceinline__ void cp_async_16(void* dst, void const* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
                "l"(src), "r"(src_bytes));
+}
+
+// The same with the destination as a shared-state-space address (shared_address(pointer)),
+// for kernels that work out their shared offsets once.
+__device__ __forceinline__ void cp_async_16(unsigned dst, void const* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
 }
 
 __device__ __forceinline__ void cp_async_commit() {

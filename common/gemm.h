@@ -1,4 +1,5 @@
-// The step contract: the one entry point every FP32 step defines.
+// The step contract: the one entry point every step defines, sgemm for the FP32 steps
+// (01-13), bf16_gemm for the tensor-core steps (14 on).
 //
 //   C = alpha * A * B + beta * C      (row-major, BLAS-style)
 //
@@ -8,15 +9,18 @@
 //
 // Rules every step keeps (the shared GPU suite checks each of them):
 //   - correct for every m, n, k >= 1 and every leading dimension >= the row length, for any
-//     float-aligned pointers (a fast path may need 16-byte alignment; the step then falls back);
+//     element-aligned pointers (a fast path may need 16-byte alignment; the step then falls
+//     back);
 //   - beta == 0 means C is not read, as in BLAS, so NaN or garbage in C does not leak into it;
 //   - nothing outside the m x n submatrix of C is written (the columns n..ldc-1 are not ours);
 //   - invalid arguments throw std::invalid_argument with a message naming the argument;
-//     a failed launch throws std::runtime_error. Neither leaves C half-written on purpose.
+//     a failed launch throws std::runtime_error. Neither leaves C half-written on purpose;
+//   - the same inputs give bitwise the same C on every run (the promise cuBLAS makes).
 //
 // The call is asynchronous like any kernel launch: it enqueues work on `stream` and returns.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace gemm {
@@ -24,6 +28,13 @@ namespace gemm {
 // Defined once in every FP32 step (steps/NN_name/*.cu).
 void sgemm(int m, int n, int k, float alpha, float const* A, int lda, float const* B, int ldb,
            float beta, float* C, int ldc, cudaStream_t stream);
+
+// Defined once in every BF16 step. A, B and C hold bf16; the products are accumulated in FP32,
+// alpha * AB + beta * C is formed in FP32 and rounded once to bf16 (round to nearest even):
+// cublasGemmEx with CUDA_R_16BF in and out and CUBLAS_COMPUTE_32F.
+void bf16_gemm(int m, int n, int k, float alpha, __nv_bfloat16 const* A, int lda,
+               __nv_bfloat16 const* B, int ldb, float beta, __nv_bfloat16* C, int ldc,
+               cudaStream_t stream);
 
 // Throws std::invalid_argument naming the first bad argument. Every step calls it first, so the
 // rules above are written once. `routine` prefixes the message (e.g. "sgemm").

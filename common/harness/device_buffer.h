@@ -1,9 +1,11 @@
 // Owning device allocations, and a HostMatrix's whole buffer (guard bands included) on the GPU.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -34,9 +36,10 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
-// The device copy of a HostMatrix, stored as element type T (float for the FP32 steps; a
-// 16-bit type for tensor-core steps, converted on upload). The host side always holds floats:
-// every value the harness generates is exactly representable in T.
+// The device copy of a HostMatrix, stored as element type T: float for the FP32 steps,
+// __nv_bfloat16 for the BF16 steps. The host side always holds floats, and every value the
+// harness generates is exactly a value of T (fill_random rounds to it), so the conversion is
+// exact in both directions, guard and poison NaNs included; upload throws if it would not be.
 template <typename T>
 class DeviceMatrix {
  public:
@@ -56,7 +59,10 @@ class DeviceMatrix {
       check_cuda(cudaMemcpy(buffer_.get(), host.data.data(), bytes(), cudaMemcpyHostToDevice),
                  "cudaMemcpy (upload)");
     } else {
-      std::vector<T> converted(host.data.begin(), host.data.end());
+      static_assert(std::is_same_v<T, __nv_bfloat16>, "DeviceMatrix holds float or bf16");
+      std::vector<std::uint16_t> converted(host.data.size());
+      for (std::size_t i = 0; i < converted.size(); ++i)
+        converted[i] = bf16_bits(host.data[i]);
       check_cuda(cudaMemcpy(buffer_.get(), converted.data(), bytes(), cudaMemcpyHostToDevice),
                  "cudaMemcpy (upload)");
     }
@@ -68,11 +74,11 @@ class DeviceMatrix {
       check_cuda(cudaMemcpy(host.data.data(), buffer_.get(), bytes(), cudaMemcpyDeviceToHost),
                  "cudaMemcpy (download)");
     } else {
-      std::vector<T> converted(host.data.size());
+      std::vector<std::uint16_t> converted(host.data.size());
       check_cuda(cudaMemcpy(converted.data(), buffer_.get(), bytes(), cudaMemcpyDeviceToHost),
                  "cudaMemcpy (download)");
       for (std::size_t i = 0; i < converted.size(); ++i)
-        host.data[i] = static_cast<float>(converted[i]);
+        host.data[i] = from_bf16_bits(converted[i]);
     }
   }
 

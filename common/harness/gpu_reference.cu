@@ -1,3 +1,5 @@
+#include <cuda_bf16.h>
+
 #include <cmath>
 #include <vector>
 
@@ -8,20 +10,29 @@
 namespace gemm {
 namespace {
 
+__device__ double to_double(float x) {
+  return x;
+}
+__device__ double to_double(__nv_bfloat16 x) {
+  return __bfloat162float(x);  // exact: a bf16 value is a float with 16 more zero bits
+}
+
 // dense[r * cols + c] = (absolute ? |x| : x) for x = src[r * ld + c], widened to double.
-__global__ void widen_kernel(float const* src, int rows, int cols, int ld, bool absolute,
+template <typename T>
+__global__ void widen_kernel(T const* src, int rows, int cols, int ld, bool absolute,
                              double* dense) {
   std::size_t const count = static_cast<std::size_t>(rows) * cols;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     std::size_t const r = i / cols;
     std::size_t const c = i % cols;
-    double const x = src[r * ld + c];
+    double const x = to_double(src[r * ld + c]);
     dense[i] = absolute ? fabs(x) : x;
   }
 }
 
-void widen(float const* src, MatrixLayout const& layout, bool absolute, double* dense) {
+template <typename T>
+void widen(T const* src, MatrixLayout const& layout, bool absolute, double* dense) {
   widen_kernel<<<1024, 256>>>(src, layout.rows, layout.cols, layout.ld, absolute, dense);
   check_cuda(cudaGetLastError(), "widen_kernel launch");
 }
@@ -42,10 +53,11 @@ std::size_t reference_gemm_gpu_bytes(int m, int n, int k) {
                            static_cast<std::size_t>(m) * n);
 }
 
-Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, float const* A,
-                             MatrixLayout const& a_layout, float const* B,
-                             MatrixLayout const& b_layout, float beta, float const* C0,
-                             MatrixLayout const& c_layout, double unit_roundoff) {
+template <typename In, typename Out>
+Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
+                             MatrixLayout const& a_layout, In const* B,
+                             MatrixLayout const& b_layout, float beta, Out const* C0,
+                             MatrixLayout const& c_layout, ErrorModel const& model) {
   int const m = a_layout.rows;
   int const k = a_layout.cols;
   int const n = b_layout.cols;
@@ -78,7 +90,15 @@ Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, float const* A,
     check_cuda(cudaMemcpy(out.data(), c64.get(), mn * sizeof(double), cudaMemcpyDeviceToHost),
                "cudaMemcpy (reference)");
   }
-  return reference_from_magnitude(m, n, k, std::move(value), magnitude, unit_roundoff);
+  return reference_from_magnitude(m, n, k, std::move(value), magnitude, model);
 }
+
+template Reference reference_gemm_gpu(cublasHandle_t, float, float const*, MatrixLayout const&,
+                                      float const*, MatrixLayout const&, float, float const*,
+                                      MatrixLayout const&, ErrorModel const&);
+template Reference reference_gemm_gpu(cublasHandle_t, float, __nv_bfloat16 const*,
+                                      MatrixLayout const&, __nv_bfloat16 const*,
+                                      MatrixLayout const&, float, __nv_bfloat16 const*,
+                                      MatrixLayout const&, ErrorModel const&);
 
 }  // namespace gemm

@@ -10,12 +10,14 @@
 
 namespace gemm {
 
-// A, B, C0 point to element (0, 0) of FP32 matrices on the device, laid out as their layouts
-// say. With beta == 0, C0 is not read.
-Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, float const* A,
-                             MatrixLayout const& a_layout, float const* B,
-                             MatrixLayout const& b_layout, float beta, float const* C0,
-                             MatrixLayout const& c_layout, double unit_roundoff);
+// A, B, C0 point to element (0, 0) of matrices on the device, laid out as their layouts say:
+// In and Out are float, or __nv_bfloat16 (instantiated in gpu_reference.cu). With beta == 0,
+// C0 is not read. `model` sets the error bound of every element.
+template <typename In, typename Out>
+Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
+                             MatrixLayout const& a_layout, In const* B,
+                             MatrixLayout const& b_layout, float beta, Out const* C0,
+                             MatrixLayout const& c_layout, ErrorModel const& model);
 
 // Device bytes reference_gemm_gpu allocates for an m x n x k problem.
 std::size_t reference_gemm_gpu_bytes(int m, int n, int k);

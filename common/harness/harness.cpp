@@ -110,8 +110,8 @@ class Problem {
         c_(initial_c_),
         c_cublas_(initial_c_),
         reference_(reference_gemm_gpu(ctx.cublas, alpha_, a_.data(), layouts_.a, b_.data(),
-                                      layouts_.b, beta_, c_.data(), layouts_.c,
-                                      Precision::unit_roundoff)) {}
+                                      layouts_.b, beta_, c_.data(), layouts_.c, Precision::error)) {
+  }
 
   void run(Gemm const& gemm) {
     gemm(shape_.m, shape_.n, shape_.k, alpha_, a_.data(), layouts_.a.ld, b_.data(), layouts_.b.ld,
@@ -160,13 +160,13 @@ class Problem {
   static HostMatrix filled_initial_c(MatrixLayout const& c_layout, float beta, std::uint64_t seed) {
     HostMatrix c(c_layout);
     Random random(seed ^ 0xc0ffee);
-    fill_initial_c(c, beta, random);
+    fill_initial_c(c, beta, random, Precision::element);
     return c;
   }
   static HostMatrix filled_random(MatrixLayout const& layout, std::uint64_t seed, int which) {
     HostMatrix matrix(layout);
     Random random(seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(which + 1));
-    fill_random(matrix, random);
+    fill_random(matrix, random, Precision::element);
     return matrix;
   }
   CheckResult downloaded_and_checked(DeviceMatrix<Out> const& c) {
@@ -190,10 +190,10 @@ class Problem {
 
 template <typename Precision>
 std::pair<Measurement, std::string> run_problem(Context const& ctx, Options const& options,
-                                                Shape const& shape, std::uint64_t seed) {
+                                                Shape const& shape, std::uint64_t seed,
+                                                typename Problem<Precision>::Gemm const& step) {
   require_memory<Precision>(shape, layouts_for(shape));
   Problem<Precision> problem(ctx, options, shape, seed);
-  typename Problem<Precision>::Gemm const step = Precision::step;
 
   // Check first, on the very first call of the step, from the initial (poisoned) C.
   CheckResult const step_check = problem.check(step);
@@ -264,7 +264,8 @@ int report_failure(std::string const& program) {
 }  // namespace
 
 template <typename Precision>
-int run_harness(std::string const& step_directory, int argc, char** argv) {
+int run_harness(std::string const& step_directory, int argc, char** argv,
+                StepFunction<Precision> step) {
   std::string const program = argc > 0 ? argv[0] : step_directory;
   auto const parsed = parse_command_line(
       std::span<char const* const>(argv + (argc > 0 ? 1 : 0), argc > 0 ? argc - 1 : 0));
@@ -305,7 +306,7 @@ int run_harness(std::string const& step_directory, int argc, char** argv) {
     }
     for (std::size_t i = 0; i < options.shapes.size(); ++i) {
       auto const [measurement, summary] =
-          run_problem<Precision>(ctx, options, options.shapes[i], seed + i);
+          run_problem<Precision>(ctx, options, options.shapes[i], seed + i, step);
       if (options.csv) {
         std::cout << csv_row(measurement) << std::endl;
         if (!measurement.check_passed)
@@ -404,8 +405,11 @@ int run_sweep(std::string const& title, int argc, char** argv,
   return all_passed ? kExitOk : kExitWrongResult;
 }
 
-template int run_harness<Fp32>(std::string const&, int, char**);
+template int run_harness<Fp32>(std::string const&, int, char**, StepFunction<Fp32>);
 template int run_sweep<Fp32>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Fp32>> const&, std::vector<Shape> const&);
+template int run_harness<Bf16>(std::string const&, int, char**, StepFunction<Bf16>);
+template int run_sweep<Bf16>(std::string const&, int, char**,
+                             std::vector<SweepCandidate<Bf16>> const&, std::vector<Shape> const&);
 
 }  // namespace gemm

@@ -5,11 +5,14 @@
 
 #include <string>
 
+#include "precision.h"
+
 namespace gemm {
 
-// `step_directory` is the step's directory name, e.g. "03_shared_tiling".
-// Returns the process exit code (see cli.h).
+// `step_directory` is the step's directory name, e.g. "03_shared_tiling"; `step` its entry
+// point. Returns the process exit code (see cli.h).
 template <typename Precision>
-int run_harness(std::string const& step_directory, int argc, char** argv);
+int run_harness(std::string const& step_directory, int argc, char** argv,
+                StepFunction<Precision> step);
 
 }  // namespace gemm

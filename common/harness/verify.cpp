@@ -24,6 +24,28 @@ std::uint32_t float_to_bits(float value) {
   return std::bit_cast<std::uint32_t>(value);
 }
 
+float round_to(Element element, float value) {
+  if (element == Element::fp32 || !std::isfinite(value)) return value;
+  // Round the float to its top 16 bits, to nearest with ties to even: add half of the dropped
+  // range minus one, plus the lowest kept bit, and cut. A carry into the exponent is correct
+  // (it rounds up to the next binade, or to infinity).
+  std::uint32_t const bits = float_to_bits(value);
+  std::uint32_t const lowest_kept = (bits >> 16) & 1u;
+  return bits_to_float((bits + 0x7fffu + lowest_kept) & 0xffff0000u);
+}
+
+std::uint16_t bf16_bits(float value) {
+  std::uint32_t const bits = float_to_bits(value);
+  if ((bits & 0xffffu) != 0) {
+    throw std::invalid_argument("bf16_bits: the value is not a bf16 value (use round_to first)");
+  }
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float from_bf16_bits(std::uint16_t bits) {
+  return bits_to_float(static_cast<std::uint32_t>(bits) << 16);
+}
+
 std::uint64_t Random::next() {
   state_ += 0x9e3779b97f4a7c15ull;
   std::uint64_t z = state_;
@@ -56,33 +78,45 @@ void fill(HostMatrix& matrix, ElementValue element_value) {
 
 }  // namespace
 
-void fill_random(HostMatrix& matrix, Random& random) {
-  fill(matrix, [&] { return random.nonzero_uniform(); });
+void fill_random(HostMatrix& matrix, Random& random, Element element) {
+  // Rounding a nonzero value in [-1, 1] of magnitude >= 2^-23 to bf16 never gives zero.
+  fill(matrix, [&] { return round_to(element, random.nonzero_uniform()); });
+}
+
+void fill_integers(HostMatrix& matrix, Random& random, int max_abs) {
+  if (max_abs < 1) throw std::invalid_argument("fill_integers: max_abs must be >= 1");
+  auto const choices = static_cast<std::uint64_t>(2 * max_abs);  // -max..-1 and 1..max
+  fill(matrix, [&] {
+    int const pick = static_cast<int>(random.next() % choices);
+    return static_cast<float>(pick < max_abs ? pick - max_abs : pick - max_abs + 1);
+  });
 }
 
 void fill_constant(HostMatrix& matrix, float value) {
   fill(matrix, [=] { return value; });
 }
 
-void fill_initial_c(HostMatrix& C, float beta, Random& random) {
+void fill_initial_c(HostMatrix& C, float beta, Random& random, Element element) {
   if (beta == 0.0f) {
     fill_constant(C, bits_to_float(kPoisonBits));
   } else {
-    fill_random(C, random);
+    fill_random(C, random, element);
   }
 }
 
-double error_bound(double magnitude, int k, double unit_roundoff) {
+double error_bound(double magnitude, double value, int k, ErrorModel const& model) {
   double const terms = static_cast<double>(k) + 2.0;
-  double const gamma = terms * unit_roundoff / (1.0 - terms * unit_roundoff);
+  double const gamma = terms * model.accumulation / (1.0 - terms * model.accumulation);
+  double const accumulated = gamma * magnitude;
+  double const rounded = model.output * (std::fabs(value) + accumulated);
   // Products of values in the subnormal range lose relative accuracy; a few times the
   // smallest normal float absorbs that without hiding any real error.
   double const underflow_slack = 4.0 * static_cast<double>(std::numeric_limits<float>::min());
-  return gamma * magnitude + underflow_slack;
+  return accumulated + rounded + underflow_slack;
 }
 
 Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const& B, float beta,
-                             HostMatrix const& C0, double unit_roundoff) {
+                             HostMatrix const& C0, ErrorModel const& model) {
   int const m = A.layout.rows;
   int const k = A.layout.cols;
   int const n = B.layout.cols;
@@ -116,14 +150,14 @@ Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const&
       }
       std::size_t const out = static_cast<std::size_t>(i) * n + j;
       ref.value[out] = value;
-      ref.bound[out] = error_bound(magnitude, k, unit_roundoff);
+      ref.bound[out] = error_bound(magnitude, value, k, model);
     }
   }
   return ref;
 }
 
 Reference reference_from_magnitude(int m, int n, int k, std::vector<double> value,
-                                   std::vector<double> const& magnitude, double unit_roundoff) {
+                                   std::vector<double> const& magnitude, ErrorModel const& model) {
   std::size_t const count = static_cast<std::size_t>(m) * n;
   if (value.size() != count || magnitude.size() != count) {
     throw std::invalid_argument("reference_from_magnitude: arrays do not hold m x n elements");
@@ -134,7 +168,7 @@ Reference reference_from_magnitude(int m, int n, int k, std::vector<double> valu
   ref.value = std::move(value);
   ref.bound.resize(count);
   for (std::size_t i = 0; i < count; ++i)
-    ref.bound[i] = error_bound(magnitude[i], k, unit_roundoff);
+    ref.bound[i] = error_bound(magnitude[i], ref.value[i], k, model);
   return ref;
 }
 

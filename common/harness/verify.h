@@ -44,11 +44,25 @@ struct HostMatrix {
 };
 
 // Bit patterns the checks look for. Both are quiet NaNs, so any arithmetic that reads them
-// produces NaN, which always fails the element check.
-inline constexpr std::uint32_t kGuardBits = 0x7fc0d00du;   // guard bands: must stay untouched
-inline constexpr std::uint32_t kPoisonBits = 0x7fc00badu;  // C before a beta == 0 call
+// produces NaN, which always fails the element check. Their low 16 bits are zero, so they are
+// also bf16 values (the top 16 bits) and survive the trip to a bf16 matrix and back unchanged;
+// neither is the NaN a GPU produces (0x7fffffff).
+inline constexpr std::uint32_t kGuardBits = 0x7fd00000u;   // guard bands: must stay untouched
+inline constexpr std::uint32_t kPoisonBits = 0x7fe00000u;  // C before a beta == 0 call
 float bits_to_float(std::uint32_t bits);
 std::uint32_t float_to_bits(float value);
+
+// The element formats of the device matrices. The host keeps every matrix as floats. For a
+// 16-bit format every generated value is first rounded to that format, so the float on the
+// host and the element on the device are the same number, and the reference sees the inputs
+// the kernel sees.
+enum class Element { fp32, bf16 };
+// Rounds to the nearest value of the format (ties to even); NaN and infinities pass unchanged.
+float round_to(Element element, float value);
+// bf16 is the top half of a float: these two convert exactly, NaN payloads included. bf16_bits
+// throws std::invalid_argument if `value` is not a bf16 value (low 16 bits not zero).
+std::uint16_t bf16_bits(float value);
+float from_bf16_bits(std::uint16_t bits);
 
 // A small, fast, seedable generator (splitmix64): the same seed gives the same matrices on
 // every machine, so a failure can be reproduced from the seed the checker prints.
@@ -63,14 +77,19 @@ class Random {
   std::uint64_t state_;
 };
 
-// Fills the rows x cols block with nonzero_uniform() values and the guard band with kGuardBits.
-void fill_random(HostMatrix& matrix, Random& random);
+// Fills the rows x cols block with nonzero_uniform() values rounded to `element` (still never
+// zero) and the guard band with kGuardBits.
+void fill_random(HostMatrix& matrix, Random& random, Element element = Element::fp32);
+// Fills the rows x cols block with integers in [-max_abs, max_abs], never zero, and the guard
+// band with kGuardBits. Products and sums of small integers are exact in floating point as
+// long as every partial sum stays below 2^(significand bits): 2^24 in FP32, 2^8 in bf16.
+void fill_integers(HostMatrix& matrix, Random& random, int max_abs);
 // Fills the rows x cols block with `value` and the guard band with kGuardBits.
 void fill_constant(HostMatrix& matrix, float value);
 // C before a call: with beta == 0 it must not be read, so it is NaN poison (any element the
 // call fails to write, or computes from the old C, stays NaN and fails the check); otherwise
 // random values that the call must read.
-void fill_initial_c(HostMatrix& C, float beta, Random& random);
+void fill_initial_c(HostMatrix& C, float beta, Random& random, Element element = Element::fp32);
 
 // The expected result, element (i, j) at [i * n + j]: `value` is alpha*A*B + beta*C0 in float64,
 // `bound` the largest error a correct FP32 computation may have there (see error_bound).
@@ -81,27 +100,39 @@ struct Reference {
   std::vector<double> bound;
 };
 
-// Rounding-error bound for one element of a GEMM computed in a format with unit roundoff u and
-// any summation order (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1):
-//   |c - exact| <= gamma(k + 2) * (|alpha| * sum_p |a_ip| |b_pj| + |beta| |c0|),
-//   gamma(n) = n u / (1 - n u).
-// `magnitude` is the bracket. The k + 2 covers the k-term dot product plus the alpha and beta
-// products; a tiny absolute term covers underflow. A correct result always meets it, whatever
-// the order of its additions (split-K, tree reductions, FMA or not).
-double error_bound(double magnitude, int k, double unit_roundoff);
+// How a precision rounds: the unit roundoff of the arithmetic that accumulates the result, and
+// of the final conversion to the output format (0 when the accumulator is the output).
+struct ErrorModel {
+  double accumulation = 0.0;
+  double output = 0.0;
+};
+// FP32: accumulation and output in FP32, unit roundoff 2^-24.
+inline constexpr ErrorModel kFp32Error{0x1p-24, 0.0};
+// BF16 in and out, FP32 accumulation. The accumulation gets 2^-23, twice FP32's unit roundoff,
+// because a tensor core may truncate instead of rounding when it adds; the output is rounded
+// once to bf16, whose 8 significant bits give 2^-8.
+inline constexpr ErrorModel kBf16Error{0x1p-23, 0x1p-8};
 
-// FP32 unit roundoff: 2^-24.
-inline constexpr double kFloatUnitRoundoff = 0x1p-24;
+// Rounding-error bound for one element of a GEMM (Higham, "Accuracy and Stability of Numerical
+// Algorithms", 3.1, 2.2). Accumulated with unit roundoff u in any summation order,
+//   |c - exact| <= e = gamma(k + 2) * (|alpha| * sum_p |a_ip| |b_pj| + |beta| |c0|),
+//   gamma(n) = n u / (1 - n u);
+// then rounding to the output format (unit roundoff v) adds at most v * (|exact| + e).
+// `magnitude` is the bracket, `value` the exact result. The k + 2 covers the k-term dot
+// product plus the alpha and beta products; a tiny absolute term covers underflow. A correct
+// result always meets it, whatever the order of its additions (split-K, tree reductions, FMA
+// or not).
+double error_bound(double magnitude, double value, int k, ErrorModel const& model);
 
 // Plain triple-loop float64 reference on the CPU; for the small shapes of the test suite.
 // With beta == 0, C0 is not read (it may hold NaN), as the contract says.
 Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const& B, float beta,
-                             HostMatrix const& C0, double unit_roundoff);
+                             HostMatrix const& C0, ErrorModel const& model);
 
 // Builds a Reference from float64 `value` and `magnitude` arrays (m x n, dense), e.g. computed
 // on the GPU by two DGEMMs.
 Reference reference_from_magnitude(int m, int n, int k, std::vector<double> value,
-                                   std::vector<double> const& magnitude, double unit_roundoff);
+                                   std::vector<double> const& magnitude, ErrorModel const& model);
 
 // What the comparison found.
 struct CheckResult {

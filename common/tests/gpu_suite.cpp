@@ -1,7 +1,8 @@
-// The shared GPU suite: built once per step (meson links it with that step's sgemm) and run
-// as `meson test`. Every case draws fresh random inputs, poisons C, surrounds every matrix with
-// guard bands, runs the step and compares each element with a float64 CPU reference.
-// Without a GPU it reports "skipped" (exit 77).
+// The shared GPU suite: built once per precision and linked with every step of it (meson links
+// the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm) and
+// run as `meson test`. Every case draws fresh random inputs (rounded to the input format),
+// poisons C, surrounds every matrix with guard bands, runs the step and compares each element
+// with a float64 CPU reference and its error bound. Without a GPU it reports "skipped" (exit 77).
 //
 // A failure prints the case and its seed. To replay it with the same inputs:
 //   GEMM_TEST_SEED=<seed> build/test_NN_name --test-case="<the case's name>"
@@ -23,9 +24,23 @@
 #include "device_buffer.h"
 #include "gemm.h"
 #include "gpu_info.h"
+#include "precision.h"
 #include "verify.h"
 
 namespace {
+
+#ifdef GEMM_SUITE_BF16
+using Precision = gemm::Bf16;
+constexpr gemm::StepFunction<Precision> kStep = gemm::bf16_gemm;
+#else
+using Precision = gemm::Fp32;
+constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;
+#endif
+using In = Precision::Input;
+using Out = Precision::Output;
+// Elements per 16 bytes: padding by a multiple of it keeps rows 16-byte aligned.
+constexpr int kVector = 16 / sizeof(In);
+static_assert(sizeof(In) == sizeof(Out), "the placements below assume one element size");
 
 using gemm::CheckResult;
 using gemm::HostMatrix;
@@ -35,7 +50,7 @@ using gemm::Shape;
 constexpr std::size_t kGuard = 256;  // guard elements before and after every buffer
 
 // How the matrices sit in memory: extra columns per row (ld = row length + pad) and an offset
-// of the first element in floats (1, 2 or 3 breaks 16-byte alignment of the pointers).
+// of the first element in elements (1, 2 or 3 breaks 16-byte alignment of the pointers).
 struct Placement {
   int lda_pad = 0;
   int ldb_pad = 0;
@@ -86,18 +101,19 @@ Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, s
   Matrices x{HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
              HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
              HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
-  gemm::fill_random(x.A, random);
-  gemm::fill_random(x.B, random);
-  gemm::fill_initial_c(x.C0, c.beta, random);
+  gemm::fill_random(x.A, random, Precision::element);
+  gemm::fill_random(x.B, random, Precision::element);
+  gemm::fill_initial_c(x.C0, c.beta, random, Precision::element);
   return x;
 }
 
 // Runs the step once on a non-default stream, from C0, and returns the whole buffer of C.
 HostMatrix run_step(Matrices const& x, Shape const& s, Scalars const& c) {
-  gemm::DeviceMatrix<float> dA(x.A), dB(x.B), dC(x.C0);
-  gemm::sgemm(s.m, s.n, s.k, c.alpha, dA.data(), x.A.layout.ld, dB.data(), x.B.layout.ld, c.beta,
-              dC.data(), x.C0.layout.ld, test_stream());
-  gemm::check_cuda(cudaStreamSynchronize(test_stream()), "sgemm");
+  gemm::DeviceMatrix<In> dA(x.A), dB(x.B);
+  gemm::DeviceMatrix<Out> dC(x.C0);
+  kStep(s.m, s.n, s.k, c.alpha, dA.data(), x.A.layout.ld, dB.data(), x.B.layout.ld, c.beta,
+        dC.data(), x.C0.layout.ld, test_stream());
+  gemm::check_cuda(cudaStreamSynchronize(test_stream()), "the step");
   HostMatrix C(x.C0.layout);
   dC.download(C);
   return C;
@@ -111,7 +127,34 @@ void check_case(Shape const& s, Placement const& p = {}, Scalars const& c = {}) 
   Matrices const x = random_matrices(s, p, c, seed);
   HostMatrix const C = run_step(x, s, c);
   CheckResult const result = gemm::check_result(
-      C, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, gemm::kFloatUnitRoundoff));
+      C, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, Precision::error));
+  INFO(result.summary());
+  CHECK(result.passed());
+}
+
+// Integer inputs small enough that every product and partial sum is exact in FP32 and the
+// result exact in the output format: then any correct kernel, whatever its order of additions,
+// returns exactly the reference, and the check allows no error at all. `max_abs` and k are
+// chosen by the caller so that |alpha| * k * max_abs^2 + |beta| * max_abs stays within the
+// integers the output format holds exactly (2^24 in FP32, 2^8 in bf16).
+void check_exact_case(Shape const& s, int max_abs, Placement const& p = {}, Scalars const& c = {}) {
+  std::uint64_t const seed = fresh_seed();
+  INFO(describe(s, p, c, seed) << " max_abs=" << max_abs);
+  gemm::Random random(seed);
+  Matrices x{HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
+             HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
+             HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+  gemm::fill_integers(x.A, random, max_abs);
+  gemm::fill_integers(x.B, random, max_abs);
+  if (c.beta == 0.0f) {
+    gemm::fill_constant(x.C0, gemm::bits_to_float(gemm::kPoisonBits));
+  } else {
+    gemm::fill_integers(x.C0, random, max_abs);
+  }
+  HostMatrix const C = run_step(x, s, c);
+  gemm::Reference exact = gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, {});
+  // The bounds hold only the underflow slack (about 1e-37): in effect, exact equality.
+  CheckResult const result = gemm::check_result(C, exact);
   INFO(result.summary());
   CHECK(result.passed());
 }
@@ -136,7 +179,7 @@ void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars c
                                                  << first_difference << ")");
   CHECK(differing == 0);
   CheckResult const result = gemm::check_result(
-      first, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, gemm::kFloatUnitRoundoff));
+      first, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, Precision::error));
   INFO(result.summary());
   CHECK(result.passed());
 }
@@ -159,15 +202,15 @@ TEST_CASE("awkward shapes with tight leading dimensions") {
 
 TEST_CASE("leading dimensions larger than the rows") {
   for (auto const& s : kShapes) {
-    check_case(s, {3, 5, 7, 0});   // odd padding: rows lose 16-byte alignment
-    check_case(s, {4, 8, 12, 0});  // padding by whole float4s: alignment kept
+    check_case(s, {3, 5, 7, 0});  // odd padding: rows lose 16-byte alignment
+    check_case(s, {kVector, 2 * kVector, 3 * kVector, 0});  // whole 16-byte units: aligned
   }
 }
 
 TEST_CASE("pointers that are not 16-byte aligned") {
   for (auto const& s : kShapes) {
     check_case(s, {0, 0, 0, 1});
-    check_case(s, {4, 8, 12, 2});
+    check_case(s, {kVector, 2 * kVector, 3 * kVector, 2});
     check_case(s, {1, 2, 3, 3});
   }
 }
@@ -187,6 +230,24 @@ TEST_CASE("beta == 0 never reads C even when C is full of NaN") {
   for (auto const& s : std::vector<Shape>{{35, 79, 19}, {256, 256, 256}}) {
     check_case(s, {}, {1.0f, 0.0f});
     check_case(s, {}, {0.0f, 0.0f});
+  }
+}
+
+TEST_CASE("integer inputs give the exact result") {
+  // bf16 holds the integers up to 2^8 exactly: entries in [-2, 2] and k <= 48 keep every sum
+  // within 4 k + 2 <= 194. FP32 holds them up to 2^24: entries in [-8, 8] and k <= 1000.
+  bool const bf16 = Precision::element == gemm::Element::bf16;
+  int const max_abs = bf16 ? 2 : 8;
+  int const long_k = bf16 ? 48 : 1000;
+  for (auto const& s : std::vector<Shape>{{1, 1, 1},
+                                          {7, 13, 17},
+                                          {35, 79, long_k},
+                                          {128, 128, 32},
+                                          {127, 129, long_k},
+                                          {257, 255, 40},
+                                          {300, 200, long_k}}) {
+    check_exact_case(s, max_abs);
+    check_exact_case(s, max_abs, {3, 5, 7, 1}, {1.0f, 1.0f});
   }
 }
 
@@ -210,29 +271,31 @@ TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and
   gemm::fill_constant(A, 1.0f);
   gemm::fill_constant(B, 1.0f);
   gemm::fill_constant(C, 3.0f);
-  gemm::DeviceMatrix<float> dA(A), dB(B), dC(C);
-  float const* a = dA.data();
-  float const* b = dB.data();
-  float* c = dC.data();
+  gemm::DeviceMatrix<In> dA(A), dB(B);
+  gemm::DeviceMatrix<Out> dC(C);
+  In const* a = dA.data();
+  In const* b = dB.data();
+  Out* c = dC.data();
   cudaStream_t st = test_stream();
   using std::invalid_argument;
-  CHECK_THROWS_WITH_AS(gemm::sgemm(0, 8, 8, 1, a, 8, b, 8, 0, c, 8, st),
+  auto const step = kStep;
+  CHECK_THROWS_WITH_AS(step(0, 8, 8, 1, a, 8, b, 8, 0, c, 8, st),
                        doctest::Contains("m must be >= 1"), invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, -1, 8, 1, a, 8, b, 8, 0, c, 8, st),
+  CHECK_THROWS_WITH_AS(step(8, -1, 8, 1, a, 8, b, 8, 0, c, 8, st),
                        doctest::Contains("n must be >= 1"), invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, -8, 1, a, 8, b, 8, 0, c, 8, st),
+  CHECK_THROWS_WITH_AS(step(8, 8, -8, 1, a, 8, b, 8, 0, c, 8, st),
                        doctest::Contains("k must be >= 1"), invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 7, b, 8, 0, c, 8, st), doctest::Contains("lda"),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, a, 7, b, 8, 0, c, 8, st), doctest::Contains("lda"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 7, 0, c, 8, st), doctest::Contains("ldb"),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, a, 8, b, 7, 0, c, 8, st), doctest::Contains("ldb"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, c, 7, st), doctest::Contains("ldc"),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, a, 8, b, 8, 0, c, 7, st), doctest::Contains("ldc"),
                        invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, nullptr, 8, b, 8, 0, c, 8, st),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, nullptr, 8, b, 8, 0, c, 8, st),
                        doctest::Contains("A must not be null"), invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, nullptr, 8, 0, c, 8, st),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, a, 8, nullptr, 8, 0, c, 8, st),
                        doctest::Contains("B must not be null"), invalid_argument);
-  CHECK_THROWS_WITH_AS(gemm::sgemm(8, 8, 8, 1, a, 8, b, 8, 0, nullptr, 8, st),
+  CHECK_THROWS_WITH_AS(step(8, 8, 8, 1, a, 8, b, 8, 0, nullptr, 8, st),
                        doctest::Contains("C must not be null"), invalid_argument);
   gemm::check_cuda(cudaStreamSynchronize(st), "sync");
   HostMatrix after(C.layout);

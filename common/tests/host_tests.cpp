@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -152,12 +154,61 @@ TEST_CASE("matrix layout: indices and the guard band") {
 }
 
 TEST_CASE("error bound: gamma(k + 2) times the magnitude") {
-  double const u = kFloatUnitRoundoff;
+  double const u = kFp32Error.accumulation;
   double const expected = 10.0 * u / (1.0 - 10.0 * u) * 3.0;
-  CHECK(error_bound(3.0, 8, u) == doctest::Approx(expected).epsilon(1e-6));
-  CHECK(error_bound(3.0, 100, u) > error_bound(3.0, 8, u));
-  CHECK(error_bound(0.0, 8, u) > 0.0);  // underflow slack
-  CHECK(error_bound(0.0, 8, u) < 1e-36);
+  CHECK(error_bound(3.0, 1.0, 8, kFp32Error) == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(error_bound(3.0, 1.0, 100, kFp32Error) > error_bound(3.0, 1.0, 8, kFp32Error));
+  CHECK(error_bound(0.0, 0.0, 8, kFp32Error) > 0.0);  // underflow slack
+  CHECK(error_bound(0.0, 0.0, 8, kFp32Error) < 1e-36);
+}
+
+TEST_CASE("error bound: bf16 output adds one rounding of the result") {
+  double const u = kBf16Error.accumulation;
+  double const accumulated = 10.0 * u / (1.0 - 10.0 * u) * 3.0;
+  double const expected = accumulated + 0x1p-8 * (2.0 + accumulated);
+  CHECK(error_bound(3.0, -2.0, 8, kBf16Error) == doctest::Approx(expected).epsilon(1e-6));
+  // A correctly rounded bf16 result of an exactly computed value always meets it.
+  Random random(5);
+  for (int i = 0; i < 1000; ++i) {
+    double const exact = random.nonzero_uniform() * 3.0;
+    double const stored = round_to(Element::bf16, static_cast<float>(exact));
+    CHECK(std::fabs(stored - exact) <= error_bound(std::fabs(exact), exact, 1, kBf16Error));
+  }
+}
+
+TEST_CASE("bf16 rounding: to nearest, ties to even, and exact conversions") {
+  CHECK(round_to(Element::bf16, 1.0f) == 1.0f);
+  CHECK(round_to(Element::fp32, 1.0f + 0x1p-20f) == 1.0f + 0x1p-20f);
+  CHECK(round_to(Element::bf16, 1.0f + 0x1p-9f) == 1.0f);                // below half an ulp: down
+  CHECK(round_to(Element::bf16, 1.0f + 0x1p-8f) == 1.0f);                // a tie: to even (1.0)
+  CHECK(round_to(Element::bf16, 1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);  // a tie: to even, up
+  CHECK(round_to(Element::bf16, 1.0f + 0x1p-8f + 0x1p-16f) == 1.0f + 0x1p-7f);  // above: up
+  CHECK(round_to(Element::bf16, -1.0f - 0x1p-8f - 0x1p-16f) == -1.0f - 0x1p-7f);
+  CHECK(bf16_bits(1.0f) == 0x3f80);
+  CHECK(from_bf16_bits(0x3f80) == 1.0f);
+  CHECK_THROWS_AS(bf16_bits(1.0f + 0x1p-20f), std::invalid_argument);
+  // The sentinels survive a trip through bf16 bit for bit.
+  for (std::uint32_t bits : {kGuardBits, kPoisonBits})
+    CHECK(float_to_bits(from_bf16_bits(bf16_bits(bits_to_float(bits)))) == bits);
+  CHECK(std::isnan(round_to(Element::bf16, bits_to_float(kGuardBits))));
+}
+
+TEST_CASE("random bf16 inputs are bf16 values and never zero") {
+  Random random(3);
+  HostMatrix m(tight(64, 64));
+  fill_random(m, random, Element::bf16);
+  for (float x : m.data) {
+    CHECK(x != 0.0f);
+    CHECK((float_to_bits(x) & 0xffffu) == 0u);
+  }
+}
+
+TEST_CASE("integer fill: nonzero integers within the limit, both signs") {
+  Random random(4);
+  HostMatrix m(tight(50, 40));
+  fill_integers(m, random, 2);
+  std::set<float> seen(m.data.begin(), m.data.end());
+  CHECK(seen == std::set<float>{-2.0f, -1.0f, 1.0f, 2.0f});
 }
 
 TEST_CASE("CPU reference: a product small enough to check by hand") {
@@ -170,7 +221,7 @@ TEST_CASE("CPU reference: a product small enough to check by hand") {
   for (int i = 0; i < 4; ++i)
     C0.data[i] = c0[i];
 
-  auto const r = reference_gemm_cpu(2.0f, A, B, 0.5f, C0, kFloatUnitRoundoff);
+  auto const r = reference_gemm_cpu(2.0f, A, B, 0.5f, C0, kFp32Error);
   // A * B = [[58, 64], [139, 154]]
   CHECK(r.value == std::vector<double>{2 * 58 + 0.5, 2 * 64 - 0.5, 2 * 139 + 1, 2 * 154 - 1});
   CHECK(r.bound[0] > 0.0);
@@ -182,7 +233,7 @@ TEST_CASE("CPU reference: beta == 0 does not read C") {
   fill_constant(A, 1.0f);
   fill_constant(B, 1.0f);
   fill_constant(C0, std::numeric_limits<float>::quiet_NaN());
-  auto const r = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFloatUnitRoundoff);
+  auto const r = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFp32Error);
   for (double v : r.value)
     CHECK(v == 2.0);
 }
@@ -193,7 +244,7 @@ TEST_CASE("check: an FP32 result computed in any order passes") {
   fill_random(A, random);
   fill_random(B, random);
   fill_constant(C0, bits_to_float(kPoisonBits));
-  auto const ref = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFloatUnitRoundoff);
+  auto const ref = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFp32Error);
   for (bool reverse : {false, true}) {
     auto const result = check_result(float_gemm(A, B, C0.layout, reverse), ref);
     CAPTURE(result.summary());
@@ -211,7 +262,7 @@ TEST_CASE("check: a wrong element, NaN, Inf, poison or a written guard fails") {
   fill_random(A, random);
   fill_random(B, random);
   fill_constant(C0, bits_to_float(kPoisonBits));
-  auto const ref = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFloatUnitRoundoff);
+  auto const ref = reference_gemm_cpu(1.0f, A, B, 0.0f, C0, kFp32Error);
   HostMatrix const good = float_gemm(A, B, c_layout, false);
   REQUIRE(check_result(good, ref).passed());
 
@@ -262,10 +313,10 @@ TEST_CASE("check: a wrong element, NaN, Inf, poison or a written guard fails") {
 }
 
 TEST_CASE("reference_from_magnitude scales each bound by its magnitude") {
-  auto const r = reference_from_magnitude(1, 2, 100, {1.0, 2.0}, {10.0, 20.0}, kFloatUnitRoundoff);
+  auto const r = reference_from_magnitude(1, 2, 100, {1.0, 2.0}, {10.0, 20.0}, kFp32Error);
   CHECK(r.value == std::vector<double>{1.0, 2.0});
   CHECK(r.bound[1] == doctest::Approx(2.0 * r.bound[0]).epsilon(1e-9));
-  CHECK_THROWS(reference_from_magnitude(2, 2, 1, {1.0}, {1.0}, kFloatUnitRoundoff));
+  CHECK_THROWS(reference_from_magnitude(2, 2, 1, {1.0}, {1.0}, kFp32Error));
 }
 
 TEST_CASE("CSV: fields with commas, quotes or line breaks are quoted (RFC 4180)") {

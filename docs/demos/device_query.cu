@@ -121,6 +121,11 @@ int main(int argc, char** argv) {
         flops / (ms * 1e-3) / 1e12, ms);
   }
   {
+    // The same values rounded to bf16 (the device copy must hold exactly the host's values).
+    for (auto* matrix : {&a, &b}) {
+      for (float& x : matrix->data)
+        x = gemm::round_to(gemm::Element::bf16, x);
+    }
     gemm::DeviceMatrix<__nv_bfloat16> da(a), db(b), dc(a);
     auto bf16_gemm = [&] {
       gemm::check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, db.data(),

@@ -1,0 +1,217 @@
+// Exercise: step 14, tensor cores through WMMA. Two TODO blocks: the fragment products of one
+// k tile, and where a lane finds its elements in the epilogue's scratch tile. Until both are
+// right the GPU suite fails. Build and test: docs/teaching.md ("Exercise mode").
+#include <cuda_bf16.h>
+#include <mma.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "async_copy.cuh"
+#include "device_helpers.cuh"
+#include "gemm.h"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+namespace wmma = nvcuda::wmma;
+
+constexpr int kBM = 128;  // block tile rows (M)
+constexpr int kBN = 128;  // block tile columns (N)
+constexpr int kBK = 32;   // k tile depth
+constexpr int kWarpsM = 2;
+constexpr int kWarpsN = 2;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 128
+constexpr int kWM = kBM / kWarpsM;                // 64: warp tile rows
+constexpr int kWN = kBN / kWarpsN;                // 64: warp tile columns
+constexpr int kFrag = 16;                         // WMMA's bf16 shape: 16 x 16 x 16
+constexpr int kFragsM = kWM / kFrag;              // 4 accumulator fragments down
+constexpr int kFragsN = kWN / kFrag;              // 4 across
+
+// Padded row lengths of the shared tiles, in bf16. WMMA needs a multiple of 8 (16 bytes).
+constexpr int kPad = 8;
+constexpr int kAStride = kBK + kPad;  // 40 bf16 = 80 bytes
+constexpr int kBStride = kBN + kPad;  // 136 bf16 = 272 bytes
+
+constexpr int kChunk = 8;                                         // bf16 per 16-byte copy
+constexpr int kAChunksPerThread = kBM * kBK / kChunk / kThreads;  // 4
+constexpr int kBChunksPerThread = kBK * kBN / kChunk / kThreads;  // 4
+static_assert(kAChunksPerThread * kChunk * kThreads == kBM * kBK, "A copies must divide evenly");
+static_assert(kBChunksPerThread * kChunk * kThreads == kBK * kBN, "B copies must divide evenly");
+
+struct SharedTiles {
+  bf16 a[2][kBM][kAStride];                     // 20,480 bytes
+  bf16 b[2][kBK][kBStride];                     // 17,408 bytes
+  float scratch[kThreads / 32][kFrag * kFrag];  // one 16 x 16 float tile per warp: 4,096 bytes
+};
+
+// Copies one k tile of A (kBM x kBK, from column k0) and of B (kBK x kBN, from row k0) into
+// the shared buffers of `stage`. Elements outside A or B become zeros.
+template <bool kAligned>
+__device__ void load_tile(SharedTiles& s, int stage, bf16 const* __restrict__ A, int lda,
+                          bf16 const* __restrict__ B, int ldb, int m, int n, int k, int block_row,
+                          int block_col, int k0) {
+  if constexpr (kAligned) {
+    // 16-byte copies: chunk c of the tile is row c / (chunks per row), chunk c % (...).
+#pragma unroll
+    for (int i = 0; i < kAChunksPerThread; ++i) {
+      int const chunk = threadIdx.x + i * kThreads;
+      int const row = chunk / (kBK / kChunk);
+      int const col = (chunk % (kBK / kChunk)) * kChunk;
+      int const global_row = block_row + row;
+      int const global_col = k0 + col;
+      // Bytes inside A: 0 for rows past m, fewer than 16 for the last chunk of a row.
+      int const valid = global_row < m ? max(0, min(kChunk, k - global_col)) : 0;
+      bf16 const* src = valid > 0 ? A + static_cast<size_t>(global_row) * lda + global_col : A;
+      gemm::cp_async_16(&s.a[stage][row][col], src, 2 * valid);
+    }
+#pragma unroll
+    for (int i = 0; i < kBChunksPerThread; ++i) {
+      int const chunk = threadIdx.x + i * kThreads;
+      int const row = chunk / (kBN / kChunk);
+      int const col = (chunk % (kBN / kChunk)) * kChunk;
+      int const global_row = k0 + row;
+      int const global_col = block_col + col;
+      int const valid = global_row < k ? max(0, min(kChunk, n - global_col)) : 0;
+      bf16 const* src = valid > 0 ? B + static_cast<size_t>(global_row) * ldb + global_col : B;
+      gemm::cp_async_16(&s.b[stage][row][col], src, 2 * valid);
+    }
+  } else {
+    // One element at a time: any alignment, any leading dimension.
+    bf16 const zero = __float2bfloat16(0.0f);
+    for (int e = threadIdx.x; e < kBM * kBK; e += kThreads) {
+      int const row = e / kBK;
+      int const col = e % kBK;
+      int const global_row = block_row + row;
+      int const global_col = k0 + col;
+      s.a[stage][row][col] = global_row < m && global_col < k
+                                 ? A[static_cast<size_t>(global_row) * lda + global_col]
+                                 : zero;
+    }
+    for (int e = threadIdx.x; e < kBK * kBN; e += kThreads) {
+      int const row = e / kBN;
+      int const col = e % kBN;
+      int const global_row = k0 + row;
+      int const global_col = block_col + col;
+      s.b[stage][row][col] = global_row < k && global_col < n
+                                 ? B[static_cast<size_t>(global_row) * ldb + global_col]
+                                 : zero;
+    }
+  }
+}
+
+// At least two blocks per SM (8 warps): a register cap of 65,536 / (2 x 128) = 256 per thread,
+// which the 128 accumulators and the fragments fit under.
+template <bool kAligned>
+__global__ void __launch_bounds__(kThreads, 2)
+    wmma_gemm_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
+                     bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
+                     int ldc) {
+  // The tiles exceed the 48 KB of static shared memory a block may have, so they live in
+  // dynamic shared memory (the launcher opts in to the larger size).
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  SharedTiles& s = *reinterpret_cast<SharedTiles*>(shared_bytes);
+
+  int const warp = threadIdx.x / 32;
+  int const lane = threadIdx.x % 32;
+  int const warp_row = (warp / kWarpsN) * kWM;  // within the block tile
+  int const warp_col = (warp % kWarpsN) * kWN;
+  int const block_row = blockIdx.y * kBM;
+  int const block_col = blockIdx.x * kBN;
+
+  wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc[kFragsM][kFragsN];
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j)
+      wmma::fill_fragment(acc[i][j], 0.0f);
+  }
+
+  int const k_tiles = gemm::ceil_div(k, kBK);
+  load_tile<kAligned>(s, 0, A, lda, B, ldb, m, n, k, block_row, block_col, 0);
+  gemm::cp_async_commit();
+
+  for (int t = 0; t < k_tiles; ++t) {
+    int const stage = t % 2;
+    // Start the copies of tile t + 1 into the other buffer, then wait for tile t only.
+    if (t + 1 < k_tiles) {
+      load_tile<kAligned>(s, 1 - stage, A, lda, B, ldb, m, n, k, block_row, block_col,
+                          (t + 1) * kBK);
+      gemm::cp_async_commit();
+      gemm::cp_async_wait<1>();
+    } else {
+      gemm::cp_async_wait<0>();
+    }
+    __syncthreads();  // tile t is in shared memory, for every warp
+
+    // TODO(student): for each 16-deep slice kk of the k tile, load the warp's kFragsM fragments
+    // of A (rows warp_row + 16 i of s.a[stage], columns kk..) and kFragsN fragments of B (rows
+    // kk.. of s.b[stage], columns warp_col + 16 j) with wmma::load_matrix_sync, then
+    // acc[i][j] += a[i] * b[j] with wmma::mma_sync. The leading dimensions are the padded
+    // strides kAStride and kBStride.
+    (void)stage;
+    // END TODO
+    __syncthreads();  // every warp is done with this buffer before it is refilled
+  }
+
+  // Epilogue. The accumulator layout is WMMA's secret, so each fragment goes through a
+  // 16 x 16 float scratch tile of the warp's own, where every lane can find its elements:
+  // lane l takes row l / 2, columns (l % 2) * 8 .. + 7.
+  float* scratch = s.scratch[warp];
+  // TODO(student): this lane's row r of the 16 x 16 scratch tile and its first column c0, so
+  // that the 32 lanes, 8 consecutive elements each, cover the tile exactly once.
+  int const r = 0;
+  int const c0 = 0;
+  (void)lane;
+  // END TODO
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j) {
+      wmma::store_matrix_sync(scratch, acc[i][j], kFrag, wmma::mem_row_major);
+      __syncwarp();
+      int const row = block_row + warp_row + i * kFrag + r;
+      int const col = block_col + warp_col + j * kFrag + c0;
+      if (row < m) {
+        bf16* c_row = C + static_cast<size_t>(row) * ldc;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          if (col + c < n) {
+            float value = alpha * scratch[r * kFrag + c0 + c];
+            if (beta != 0.0f) value += beta * __bfloat162float(c_row[col + c]);
+            c_row[col + c] = __float2bfloat16_rn(value);
+          }
+        }
+      }
+      __syncwarp();  // the scratch tile is reused by the next fragment
+    }
+  }
+}
+
+// 16-byte copies need every row of A and B to start on a 16-byte boundary.
+bool rows_16_byte_aligned(void const* pointer, int ld) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 8 == 0;
+}
+
+}  // namespace
+
+void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
+                     int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
+  dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), "bf16_gemm");
+  bool const aligned = rows_16_byte_aligned(A, lda) && rows_16_byte_aligned(B, ldb);
+  dispatch_bool(aligned, [&](auto kAligned) {
+    auto const kernel = wmma_gemm_kernel<kAligned()>;
+    constexpr int kSharedBytes = sizeof(SharedTiles);
+    static cudaError_t const opt_in =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+    if (opt_in != cudaSuccess) {
+      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
+                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
+                               cudaGetErrorString(opt_in) + ")");
+    }
+    kernel<<<grid, kThreads, kSharedBytes, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  });
+  check_launch("bf16_gemm");
+}

@@ -1,0 +1,233 @@
+// Step 15: mma.sync and ldmatrix: the tensor-core instruction without WMMA's wrapper.
+//
+// Step 14's WMMA keeps the fragment layout secret, and that costs twice. Loading a fragment
+// from shared memory compiles to ordinary 4-byte shared loads, several per fragment, so the
+// warps spend their issue slots and shared-memory bandwidth on loads instead of on the tensor
+// cores; and the epilogue has to pass every accumulator through shared memory to learn which
+// element a lane holds. PTX documents the layout (common/tensor_core.cuh draws it), so this
+// step writes the two instructions by hand:
+//
+//   ldmatrix.x4        four 8 x 8 bf16 tiles from shared memory into registers, already in the
+//                      layout mma.sync wants (.trans for B, whose shared rows run along N):
+//                      one instruction for what WMMA loads with several
+//   mma.sync m16n8k16  D (16 x 8, FP32) += A (16 x 16, bf16) * B (16 x 8, bf16), one warp
+//
+// and the epilogue writes the accumulators straight from the registers, two bf16 at a time.
+// Everything else is step 14's: the 128 x 128 x 32 block tile, 4 warps of 64 x 64 (4 x 8 mma
+// tiles of 16 x 8, 128 FP32 accumulators per lane), the padding, the copies and the two-stage
+// cp.async pipeline.
+//
+// Per warp and 16 of k: 4 ldmatrix.x4 for A (one per 16 rows), 4 ldmatrix.x4.trans for B (one
+// per 16 columns), 32 mma.sync.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "async_copy.cuh"
+#include "device_helpers.cuh"
+#include "gemm.h"
+#include "tensor_core.cuh"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kBM = 128;
+constexpr int kBN = 128;
+constexpr int kBK = 32;
+constexpr int kWarpsM = 2;
+constexpr int kWarpsN = 2;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 128
+constexpr int kWM = kBM / kWarpsM;                // 64
+constexpr int kWN = kBN / kWarpsN;                // 64
+constexpr int kTilesM = kWM / 16;                 // 4 mma tiles of 16 rows
+constexpr int kTilesN = kWN / 8;                  // 8 mma tiles of 8 columns
+
+constexpr int kPad = 8;
+constexpr int kAStride = kBK + kPad;  // 40 bf16 = 80 bytes: 8 rows hit 8 different bank groups
+constexpr int kBStride = kBN + kPad;  // 136 bf16 = 272 bytes: likewise
+
+constexpr int kChunk = 8;                                         // bf16 per 16-byte copy
+constexpr int kAChunksPerThread = kBM * kBK / kChunk / kThreads;  // 4
+constexpr int kBChunksPerThread = kBK * kBN / kChunk / kThreads;  // 4
+static_assert(kAChunksPerThread * kChunk * kThreads == kBM * kBK, "A copies must divide evenly");
+static_assert(kBChunksPerThread * kChunk * kThreads == kBK * kBN, "B copies must divide evenly");
+
+struct SharedTiles {
+  bf16 a[2][kBM][kAStride];  // 20,480 bytes
+  bf16 b[2][kBK][kBStride];  // 17,408 bytes
+};
+
+// Step 14's tile copy: one k tile of A and B into the buffers of `stage`, zeros outside.
+template <bool kAligned>
+__device__ void load_tile(SharedTiles& s, int stage, bf16 const* __restrict__ A, int lda,
+                          bf16 const* __restrict__ B, int ldb, int m, int n, int k, int block_row,
+                          int block_col, int k0) {
+  if constexpr (kAligned) {
+#pragma unroll
+    for (int i = 0; i < kAChunksPerThread; ++i) {
+      int const chunk = threadIdx.x + i * kThreads;
+      int const row = chunk / (kBK / kChunk);
+      int const col = (chunk % (kBK / kChunk)) * kChunk;
+      int const global_row = block_row + row;
+      int const global_col = k0 + col;
+      int const valid = global_row < m ? max(0, min(kChunk, k - global_col)) : 0;
+      bf16 const* src = valid > 0 ? A + static_cast<size_t>(global_row) * lda + global_col : A;
+      gemm::cp_async_16(&s.a[stage][row][col], src, 2 * valid);
+    }
+#pragma unroll
+    for (int i = 0; i < kBChunksPerThread; ++i) {
+      int const chunk = threadIdx.x + i * kThreads;
+      int const row = chunk / (kBN / kChunk);
+      int const col = (chunk % (kBN / kChunk)) * kChunk;
+      int const global_row = k0 + row;
+      int const global_col = block_col + col;
+      int const valid = global_row < k ? max(0, min(kChunk, n - global_col)) : 0;
+      bf16 const* src = valid > 0 ? B + static_cast<size_t>(global_row) * ldb + global_col : B;
+      gemm::cp_async_16(&s.b[stage][row][col], src, 2 * valid);
+    }
+  } else {
+    bf16 const zero = __float2bfloat16(0.0f);
+    for (int e = threadIdx.x; e < kBM * kBK; e += kThreads) {
+      int const row = e / kBK;
+      int const col = e % kBK;
+      int const global_row = block_row + row;
+      int const global_col = k0 + col;
+      s.a[stage][row][col] = global_row < m && global_col < k
+                                 ? A[static_cast<size_t>(global_row) * lda + global_col]
+                                 : zero;
+    }
+    for (int e = threadIdx.x; e < kBK * kBN; e += kThreads) {
+      int const row = e / kBN;
+      int const col = e % kBN;
+      int const global_row = k0 + row;
+      int const global_col = block_col + col;
+      s.b[stage][row][col] = global_row < k && global_col < n
+                                 ? B[static_cast<size_t>(global_row) * ldb + global_col]
+                                 : zero;
+    }
+  }
+}
+
+// c = alpha * acc + beta * c for C[row][col] and C[row][col + 1], those inside m x n, rounded
+// to bf16. kPairs: C's rows are 4-byte aligned, so a full pair is one 4-byte access.
+template <bool kPairs>
+__device__ __forceinline__ void store_pair(bf16* __restrict__ C, int ldc, int m, int n, int row,
+                                           int col, float v0, float v1, float alpha, float beta) {
+  if (row >= m) return;
+  bf16* out = C + static_cast<size_t>(row) * ldc + col;
+  if (kPairs && col + 1 < n) {
+    float2 value = make_float2(alpha * v0, alpha * v1);
+    if (beta != 0.0f) {
+      float2 const old = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 const*>(out));
+      value.x += beta * old.x;
+      value.y += beta * old.y;
+    }
+    *reinterpret_cast<__nv_bfloat162*>(out) = __float22bfloat162_rn(value);
+    return;
+  }
+  float const values[2] = {v0, v1};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (col + i < n) {
+      float value = alpha * values[i];
+      if (beta != 0.0f) value += beta * __bfloat162float(out[i]);
+      out[i] = __float2bfloat16_rn(value);
+    }
+  }
+}
+
+template <bool kAligned, bool kPairs>
+__global__ void __launch_bounds__(kThreads)
+    mma_ldmatrix_gemm_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
+                             bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
+                             int ldc) {
+  __shared__ __align__(128) SharedTiles s;
+
+  int const warp = threadIdx.x / 32;
+  int const lane = threadIdx.x % 32;
+  int const warp_row = (warp / kWarpsN) * kWM;
+  int const warp_col = (warp % kWarpsN) * kWN;
+  int const block_row = blockIdx.y * kBM;
+  int const block_col = blockIdx.x * kBN;
+
+  // The row each lane addresses for ldmatrix.x4: lanes 0-15 rows 0-15 of the first 8 columns,
+  // lanes 16-31 the same rows 8 columns on. For A that yields a0..a3 of a 16 x 16 tile; for
+  // B (.trans, rows along k) b0, b1 of two adjacent 8-column tiles (common/tensor_core.cuh).
+  int const ld_row = lane % 16;
+  int const ld_col = (lane / 16) * 8;
+
+  float acc[kTilesM][kTilesN][4] = {};
+
+  int const k_tiles = gemm::ceil_div(k, kBK);
+  load_tile<kAligned>(s, 0, A, lda, B, ldb, m, n, k, block_row, block_col, 0);
+  gemm::cp_async_commit();
+
+  for (int t = 0; t < k_tiles; ++t) {
+    int const stage = t % 2;
+    if (t + 1 < k_tiles) {
+      load_tile<kAligned>(s, 1 - stage, A, lda, B, ldb, m, n, k, block_row, block_col,
+                          (t + 1) * kBK);
+      gemm::cp_async_commit();
+      gemm::cp_async_wait<1>();
+    } else {
+      gemm::cp_async_wait<0>();
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      std::uint32_t a[kTilesM][4];
+      std::uint32_t b[kTilesN / 2][4];  // each ldmatrix.x4.trans: b0, b1 of two 8-column tiles
+#pragma unroll
+      for (int i = 0; i < kTilesM; ++i)
+        gemm::ldmatrix_x4(a[i], &s.a[stage][warp_row + i * 16 + ld_row][kk + ld_col]);
+#pragma unroll
+      for (int j = 0; j < kTilesN / 2; ++j)
+        gemm::ldmatrix_x4_trans(b[j], &s.b[stage][kk + ld_row][warp_col + j * 16 + ld_col]);
+#pragma unroll
+      for (int i = 0; i < kTilesM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTilesN; ++j)
+          gemm::mma_bf16_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // Epilogue straight from the registers: lane (g, t) holds rows g and g + 8, columns 2t and
+  // 2t + 1 of every 16 x 8 tile.
+  int const g = lane / 4;
+  int const t2 = (lane % 4) * 2;
+#pragma unroll
+  for (int i = 0; i < kTilesM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+      int const row = block_row + warp_row + i * 16 + g;
+      int const col = block_col + warp_col + j * 8 + t2;
+      store_pair<kPairs>(C, ldc, m, n, row, col, acc[i][j][0], acc[i][j][1], alpha, beta);
+      store_pair<kPairs>(C, ldc, m, n, row + 8, col, acc[i][j][2], acc[i][j][3], alpha, beta);
+    }
+  }
+}
+
+bool rows_16_byte_aligned(void const* pointer, int ld) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 8 == 0;
+}
+
+}  // namespace
+
+void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
+                     int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
+  dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), "bf16_gemm");
+  bool const aligned = rows_16_byte_aligned(A, lda) && rows_16_byte_aligned(B, ldb);
+  bool const pairs = reinterpret_cast<std::uintptr_t>(C) % 4 == 0 && ldc % 2 == 0;
+  dispatch_bool(aligned, [&](auto kAligned) {
+    dispatch_bool(pairs, [&](auto kPairs) {
+      mma_ldmatrix_gemm_kernel<kAligned(), kPairs()>
+          <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    });
+  });
+  check_launch("bf16_gemm");
+}
