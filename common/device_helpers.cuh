@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -21,10 +22,19 @@ __device__ __forceinline__ void store_scaled(float* c, float acc, float alpha, f
   *c = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * *c;
 }
 
-// Whether 16-byte (float4) accesses are legal on a row-major matrix: the pointer is 16-byte
-// aligned and the leading dimension a multiple of 4, so every row starts 16-byte aligned.
-inline bool rows_are_16_byte_aligned(void const* pointer, int ld) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
+// Whether kBytes-wide accesses are legal on a row-major matrix of T: the pointer is kBytes
+// aligned and every row starts kBytes aligned (ld x sizeof(T) a multiple of kBytes).
+template <int kBytes, typename T>
+inline bool rows_are_aligned(T const* pointer, int ld) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % kBytes == 0 &&
+         static_cast<std::size_t>(ld) * sizeof(T) % kBytes == 0;
+}
+
+// Whether 16-byte accesses (a float4, or 8 bf16) are legal: for floats the leading dimension
+// must be a multiple of 4, for bf16 a multiple of 8.
+template <typename T>
+inline bool rows_are_16_byte_aligned(T const* pointer, int ld) {
+  return rows_are_aligned<16>(pointer, ld);
 }
 
 // The fast-path test of steps 06-09: A, B and C can all be read and written with float4.

@@ -4,7 +4,6 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -190,18 +189,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-// 16-byte copies need every row of A and B to start on a 16-byte boundary.
-bool rows_16_byte_aligned(void const* pointer, int ld) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 8 == 0;
-}
-
 }  // namespace
 
 void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
                      int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
   check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
   dim3 const grid = make_grid(ceil_div(n, kBN), ceil_div(m, kBM), "bf16_gemm");
-  bool const aligned = rows_16_byte_aligned(A, lda) && rows_16_byte_aligned(B, ldb);
+  bool const aligned = rows_are_16_byte_aligned(A, lda) && rows_are_16_byte_aligned(B, ldb);
   dispatch_bool(aligned, [&](auto kAligned) {
     auto const kernel = wmma_gemm_kernel<kAligned()>;
     constexpr int kSharedBytes = sizeof(SharedTiles);

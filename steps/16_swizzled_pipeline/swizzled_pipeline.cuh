@@ -367,10 +367,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
   }
 }
 
-inline bool rows_16_byte_aligned(void const* pointer, int ld) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && ld % 8 == 0;
-}
-
 // Launches the kernel of configuration Cfg. The stages live in dynamic shared memory; above the
 // 48 KB a block gets by default the kernel must opt in, once per instantiation.
 template <class Cfg>
@@ -380,8 +376,9 @@ void launch(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const
   long long const tiles =
       static_cast<long long>(gemm::ceil_div(m, Cfg::kBM)) * gemm::ceil_div(n, Cfg::kBN);
   if (tiles > 0x7fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles for one grid");
-  bool const aligned = rows_16_byte_aligned(A, lda) && rows_16_byte_aligned(B, ldb);
-  bool const pairs = reinterpret_cast<std::uintptr_t>(C) % 4 == 0 && ldc % 2 == 0;
+  bool const aligned =
+      gemm::rows_are_16_byte_aligned(A, lda) && gemm::rows_are_16_byte_aligned(B, ldb);
+  bool const pairs = gemm::rows_are_aligned<4>(C, ldc);
   gemm::dispatch_bool(aligned, [&](auto kAligned) {
     gemm::dispatch_bool(pairs, [&](auto kPairs) {
       auto const kernel = swizzled_pipeline_kernel<Cfg, kAligned(), kPairs()>;
