@@ -1,6 +1,7 @@
 // Small device-side helpers that are not the lesson of any step.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -94,6 +95,36 @@ __device__ __forceinline__ void store_scaled_float4(float* row, int col, int col
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     if (col + i < cols) store_scaled(row + col + i, values[i], alpha, beta);
+  }
+}
+
+// The BF16 epilogue for row[col], row[col + 1]: c = alpha * acc + beta * c in FP32, rounded once
+// to bf16, for those below `cols`. kPairs: the row is 4-byte aligned (rows_are_aligned<4>) and col
+// even, so a full pair is one 4-byte load and store; otherwise single elements. With beta == 0
+// the old values are never read.
+template <bool kPairs>
+__device__ __forceinline__ void store_scaled_bf16_pair(__nv_bfloat16* row, int col, int cols,
+                                                       float acc0, float acc1, float alpha,
+                                                       float beta) {
+  __nv_bfloat16* out = row + col;
+  if (kPairs && col + 1 < cols) {
+    float2 value = make_float2(alpha * acc0, alpha * acc1);
+    if (beta != 0.0f) {
+      float2 const old = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 const*>(out));
+      value.x += beta * old.x;
+      value.y += beta * old.y;
+    }
+    *reinterpret_cast<__nv_bfloat162*>(out) = __float22bfloat162_rn(value);
+    return;
+  }
+  float const values[2] = {acc0, acc1};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (col + i < cols) {
+      float value = alpha * values[i];
+      if (beta != 0.0f) value += beta * __bfloat162float(out[i]);
+      out[i] = __float2bfloat16_rn(value);
+    }
   }
 }
 

@@ -96,11 +96,16 @@ struct Matrices {
   HostMatrix A, B, C0;
 };
 
+// A, B and C0 of shape s, placed as p says, not yet filled.
+Matrices placed_matrices(Shape const& s, Placement const& p) {
+  return {HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
+          HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
+          HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+}
+
 Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, std::uint64_t seed) {
   gemm::Random random(seed);
-  Matrices x{HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
-             HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
-             HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+  Matrices x = placed_matrices(s, p);
   gemm::fill_random(x.A, random, Precision::element);
   gemm::fill_random(x.B, random, Precision::element);
   gemm::fill_initial_c(x.C0, c.beta, random, Precision::element);
@@ -141,9 +146,7 @@ void check_exact_case(Shape const& s, int max_abs, Placement const& p = {}, Scal
   std::uint64_t const seed = fresh_seed();
   INFO(describe(s, p, c, seed) << " max_abs=" << max_abs);
   gemm::Random random(seed);
-  Matrices x{HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
-             HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
-             HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+  Matrices x = placed_matrices(s, p);
   gemm::fill_integers(x.A, random, max_abs);
   gemm::fill_integers(x.B, random, max_abs);
   if (c.beta == 0.0f) {

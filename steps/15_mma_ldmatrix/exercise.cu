@@ -92,34 +92,6 @@ __device__ void load_tile(SharedTiles& s, int stage, bf16 const* __restrict__ A,
   }
 }
 
-// c = alpha * acc + beta * c for C[row][col] and C[row][col + 1], those inside m x n, rounded
-// to bf16. kPairs: C's rows are 4-byte aligned, so a full pair is one 4-byte access.
-template <bool kPairs>
-__device__ __forceinline__ void store_pair(bf16* __restrict__ C, int ldc, int m, int n, int row,
-                                           int col, float v0, float v1, float alpha, float beta) {
-  if (row >= m) return;
-  bf16* out = C + static_cast<size_t>(row) * ldc + col;
-  if (kPairs && col + 1 < n) {
-    float2 value = make_float2(alpha * v0, alpha * v1);
-    if (beta != 0.0f) {
-      float2 const old = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 const*>(out));
-      value.x += beta * old.x;
-      value.y += beta * old.y;
-    }
-    *reinterpret_cast<__nv_bfloat162*>(out) = __float22bfloat162_rn(value);
-    return;
-  }
-  float const values[2] = {v0, v1};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if (col + i < n) {
-      float value = alpha * values[i];
-      if (beta != 0.0f) value += beta * __bfloat162float(out[i]);
-      out[i] = __float2bfloat16_rn(value);
-    }
-  }
-}
-
 template <bool kAligned, bool kPairs>
 __global__ void __launch_bounds__(kThreads)
     mma_ldmatrix_gemm_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
@@ -196,8 +168,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kTilesN; ++j) {
       int const row = block_row + warp_row + i * 16 + g;
       int const col = block_col + warp_col + j * 8 + t2;
-      store_pair<kPairs>(C, ldc, m, n, row, col, acc[i][j][0], acc[i][j][1], alpha, beta);
-      store_pair<kPairs>(C, ldc, m, n, row + 8, col, acc[i][j][2], acc[i][j][3], alpha, beta);
+      if (row < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n,
+                                             acc[i][j][0], acc[i][j][1], alpha, beta);
+      }
+      if (row + 8 < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
+                                             acc[i][j][2], acc[i][j][3], alpha, beta);
+      }
     }
   }
 }

@@ -146,34 +146,6 @@ __device__ __forceinline__ void load_tile(bf16* a_tile, bf16* b_tile, bf16 const
   }
 }
 
-// Step 15's epilogue for C[row][col], C[row][col + 1]: alpha * acc + beta * c, rounded to bf16,
-// only inside m x n; one 4-byte access per pair when kPairs (C's rows 4-byte aligned).
-template <bool kPairs>
-__device__ __forceinline__ void store_pair(bf16* __restrict__ C, int ldc, int m, int n, int row,
-                                           int col, float v0, float v1, float alpha, float beta) {
-  if (row >= m) return;
-  bf16* out = C + static_cast<size_t>(row) * ldc + col;
-  if (kPairs && col + 1 < n) {
-    float2 value = make_float2(alpha * v0, alpha * v1);
-    if (beta != 0.0f) {
-      float2 const old = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 const*>(out));
-      value.x += beta * old.x;
-      value.y += beta * old.y;
-    }
-    *reinterpret_cast<__nv_bfloat162*>(out) = __float22bfloat162_rn(value);
-    return;
-  }
-  float const values[2] = {v0, v1};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if (col + i < n) {
-      float value = alpha * values[i];
-      if (beta != 0.0f) value += beta * __bfloat162float(out[i]);
-      out[i] = __float2bfloat16_rn(value);
-    }
-  }
-}
-
 // Step 13's grouped order: tile indices run down kGroupM tile rows, then one column right.
 __device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int group_m,
                                              int& tile_m, int& tile_n) {
@@ -361,8 +333,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     for (int j = 0; j < Cfg::kTilesN; ++j) {
       int const row = block_row + warp_row + i * 16 + g;
       int const col = block_col + warp_col + j * 8 + t2;
-      store_pair<kPairs>(C, ldc, m, n, row, col, acc[i][j][0], acc[i][j][1], alpha, beta);
-      store_pair<kPairs>(C, ldc, m, n, row + 8, col, acc[i][j][2], acc[i][j][3], alpha, beta);
+      if (row < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n,
+                                             acc[i][j][0], acc[i][j][1], alpha, beta);
+      }
+      if (row + 8 < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
+                                             acc[i][j][2], acc[i][j][3], alpha, beta);
+      }
     }
   }
 }
