@@ -75,6 +75,15 @@ std::optional<std::string> why_no_gpu() {
   return std::string("CUDA cannot use a GPU here: ") + cudaGetErrorString(status);
 }
 
+std::optional<std::string> why_not_sm90a() {
+  cudaDeviceProp properties{};
+  check_cuda(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
+  if (properties.major == 9 && properties.minor == 0) return std::nullopt;
+  return "this step uses Hopper-only instructions (TMA, wgmma; sm_90a) and GPU 0 is " +
+         std::string(properties.name) + " (compute capability " + std::to_string(properties.major) +
+         "." + std::to_string(properties.minor) + "): skipped. It runs on an H100, H200 or GH200.";
+}
+
 std::optional<int> exit_code_without_gpu(char const* program) {
   auto const missing = why_no_gpu();
   if (!missing) return std::nullopt;

@@ -19,6 +19,11 @@ std::string describe_software();
 // ("no NVIDIA driver or GPU found", "the driver is older than the CUDA runtime", ...).
 std::optional<std::string> why_no_gpu();
 
+// For the Hopper steps (17 and later, built for sm_90a only): nullopt when GPU 0 has compute
+// capability 9.0 (H100, H200, GH200); otherwise why the step cannot run, naming the GPU. Call
+// after why_no_gpu().
+std::optional<std::string> why_not_sm90a();
+
 // For programs that need a GPU and have nothing to do without one (the demos): nullopt when
 // there is a GPU; otherwise prints "<program>: <why_no_gpu()>" and returns 3, the exit code
 // the step executables use for "no GPU".

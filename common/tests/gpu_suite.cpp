@@ -314,6 +314,12 @@ int main(int argc, char** argv) {
     std::printf("%s: GPU suite skipped\n", missing->c_str());
     return gemm::kExitSkipped;
   }
+#ifdef GEMM_NEEDS_SM90A
+  if (auto const why = gemm::why_not_sm90a()) {
+    std::printf("%s: GPU suite skipped\n", why->c_str());
+    return gemm::kExitSkipped;
+  }
+#endif
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -1,0 +1,59 @@
+#include "tensor_map.h"
+
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace gemm {
+
+namespace {
+
+// cuTensorMapEncodeTiled is a driver API function. Asking the runtime for its address spares
+// every executable a link against libcuda.
+PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
+  static PFN_cuTensorMapEncodeTiled_v12000 const function = [] {
+    void* address = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cudaError_t const status = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &address,
+                                                                12000, cudaEnableDefault, &found);
+    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
+      throw std::runtime_error("the CUDA driver does not provide cuTensorMapEncodeTiled");
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(address);
+  }();
+  return function;
+}
+
+}  // namespace
+
+bool tma_can_describe(void const* data, long long ld, int element_bytes) {
+  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && (ld * element_bytes) % 16 == 0;
+}
+
+CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
+                                 int box_cols) {
+  if (!tma_can_describe(data, ld, 2)) {
+    throw std::invalid_argument(
+        "make_bf16_tensor_map: TMA needs a 16-byte-aligned base and ld a multiple of 8");
+  }
+  CUtensorMap map{};
+  // Dimension 0 is the contiguous one (columns), dimension 1 the rows.
+  cuuint64_t const sizes[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  cuuint64_t const row_pitch_bytes[1] = {static_cast<cuuint64_t>(ld) * 2};
+  cuuint32_t const box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
+  cuuint32_t const element_strides[2] = {1, 1};
+  CUresult const result = encode_function()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(data), sizes, row_pitch_bytes,
+      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) {
+    throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
+                             std::to_string(static_cast<int>(result)));
+  }
+  return map;
+}
+
+}  // namespace gemm

@@ -1,0 +1,22 @@
+// Tensor maps for TMA (steps 17 and later). A tensor map is a 128-byte descriptor of a matrix in
+// global memory (base address, sizes, row pitch) and of the box one copy moves into shared
+// memory (its sizes and swizzle). It is built on the host, once per call, and passed to the
+// kernel by value as a `const __grid_constant__ CUtensorMap` parameter.
+#pragma once
+
+#include <cuda.h>
+
+namespace gemm {
+
+// TMA's rules for a row-major matrix: the base address 16-byte aligned and the row pitch
+// (ld * element size) a multiple of 16 bytes. For bf16: ld a multiple of 8.
+bool tma_can_describe(void const* data, long long ld, int element_bytes);
+
+// The map of a row-major bf16 matrix of rows x cols with leading dimension ld, read in boxes of
+// box_rows x box_cols elements (box_cols * 2 <= 128 bytes), stored in shared memory with the
+// 128-byte swizzle. Reads outside rows x cols return zeros. Throws std::invalid_argument if TMA
+// cannot describe the matrix, std::runtime_error if the driver refuses.
+CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
+                                 int box_cols);
+
+}  // namespace gemm
