@@ -256,6 +256,10 @@ TEST_CASE("integer inputs give the exact result") {
 
 TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({1024, 768, 512});
+  // More output tiles than an H100 has SMs even with step 18's 128 x 256 tiles (16 x 18 = 288):
+  // the persistent kernels (step 19 on) walk two or three tiles per block, their stage ring and
+  // barrier phases running on from one tile to the next.
+  check_case({2048, 4608, 100});
   check_case({1000, 1000, 333}, {1, 1, 1, 1}, {0.75f, -0.5f});
 }
 

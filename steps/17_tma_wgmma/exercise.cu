@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int half = 0; half < 2; ++half) {
     // TODO(student): the row of C that floats 4 j + 0 and 4 j + 1 of acc[half] belong to
     int const row = block_row + half * 64 + warp * 8 + g;  // placeholder
-    // END TODO
+                                                           // END TODO
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
       int const col = block_col + j * 8 + t2;

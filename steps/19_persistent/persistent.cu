@@ -75,8 +75,8 @@ __device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n,
 template <bool kPairs>
 __global__ void __launch_bounds__(kThreads, 1)
     persistent_kernel(const __grid_constant__ CUtensorMap a_map,
-                            const __grid_constant__ CUtensorMap b_map, int m, int n, int k,
-                            float alpha, float beta, bf16* __restrict__ C, int ldc) {
+                      const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                      float beta, bf16* __restrict__ C, int ldc) {
   extern __shared__ unsigned char shared_bytes[];
   std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
   auto a_stage = [&](int stage) { return shared_base + stage * kStageBytes; };
@@ -142,7 +142,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     grouped_tile(tile, tiles_m, tiles_n, tile_m, tile_n);
     float acc[128];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < 128; ++i)
+      acc[i] = 0.0f;
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
       int const stage = load % kStages;
       mbarrier_wait(full(stage), (load / kStages) % 2);
@@ -167,8 +168,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kBN / 8; ++j) {
       int const col = tile_n * kBN + j * 8 + t2;
       if (row < m) {
-        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n,
-                                             acc[4 * j], acc[4 * j + 1], alpha, beta);
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n, acc[4 * j],
+                                             acc[4 * j + 1], alpha, beta);
       }
       if (row + 8 < m) {
         gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
@@ -207,8 +208,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
                                std::to_string(kSharedBytes) + " bytes of shared memory (" +
                                cudaGetErrorString(opt_in) + ")");
     }
-    kernel<<<blocks, kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k,
-                                                                             alpha, beta, C, ldc);
+    kernel<<<blocks, kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k, alpha, beta, C, ldc);
   });
   check_launch("bf16_gemm");
 }

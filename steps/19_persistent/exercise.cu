@@ -1,0 +1,212 @@
+// Exercise: step 19, persistent blocks. One TODO block: the tiles a consumer walks. The
+// placeholder compiles and stops after each block's first tile, so every problem with more
+// tiles than the GPU has SMs comes out wrong (the suite has one: 2048 x 4608 x 100, 288 tiles).
+// The README's exercises take the barrier protocol across tiles apart.
+// Build and test: docs/teaching.md ("Exercise mode").
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "async_copy.cuh"
+#include "cuda_check.h"
+#include "device_helpers.cuh"
+#include "gemm.h"
+#include "hopper.cuh"
+#include "tensor_map.h"
+#include "tma_operand.cuh"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace gemm::hopper;
+
+constexpr int kBM = 128;       // block tile rows: 64 per consumer warpgroup
+constexpr int kBN = 256;       // block tile columns: the N of one wgmma
+constexpr int kBK = 64;        // k tile: 64 bf16 = one 128-byte swizzle span
+constexpr int kStages = 4;     // 4 x 48 KB of the 227 KB a block may have
+constexpr int kConsumers = 2;  // consumer warpgroups
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kGroupM = 8;
+constexpr int kBoxN = 64;  // B is copied in boxes 64 columns (128 bytes) wide
+constexpr int kWgmmaK = 16;
+// Register budgets after setmaxnreg: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536.
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+
+constexpr std::uint32_t kABytes = kBM * kBK * 2;               // 16 KB
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;          // 8 KB
+constexpr std::uint32_t kBBytes = kBBoxBytes * (kBN / kBoxN);  // 32 KB
+constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
+constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+
+static_assert(kBK * 2 == 128, "a row of A's tile must be exactly one 128-byte swizzle span");
+static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows of the tile");
+static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
+              "the register budgets must fit the SM's register file");
+
+// The descriptors, as in step 17: A K-major (64-row half `half`, k step kk at +32 bytes per
+// step), B N-major (k step kk at +16 rows of 128 bytes; 64-column boxes kBBoxBytes apart).
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_stage, int half, int kk) {
+  return swizzle128_descriptor(a_stage + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
+}
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int kk) {
+  return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
+}
+
+__device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int& tile_m,
+                                             int& tile_n) {
+  int const tiles_per_group = kGroupM * tiles_n;
+  int const first_m = (tile / tiles_per_group) * kGroupM;
+  int const rows_in_group = min(tiles_m - first_m, kGroupM);
+  int const within = tile % tiles_per_group;
+  tile_m = first_m + within % rows_in_group;
+  tile_n = within / rows_in_group;
+}
+
+template <bool kPairs>
+__global__ void __launch_bounds__(kThreads, 1)
+    persistent_kernel(const __grid_constant__ CUtensorMap a_map,
+                      const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                      float beta, bf16* __restrict__ C, int ldc) {
+  extern __shared__ unsigned char shared_bytes[];
+  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
+  auto a_stage = [&](int stage) { return shared_base + stage * kStageBytes; };
+  auto b_stage = [&](int stage) { return shared_base + stage * kStageBytes + kABytes; };
+  auto full = [&](int stage) { return shared_base + kStages * kStageBytes + stage * 8; };
+  auto empty = [&](int stage) {
+    return shared_base + kStages * kStageBytes + (kStages + stage) * 8;
+  };
+
+  int const tiles_m = gemm::ceil_div(m, kBM);
+  int const tiles_n = gemm::ceil_div(n, kBN);
+  int const tiles = tiles_m * tiles_n;
+  int const k_tiles = gemm::ceil_div(k, kBK);
+  int const warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) {
+      mbarrier_init(full(stage), 1);                // the producer's arrival (+ bytes)
+      mbarrier_init(empty(stage), 4 * kConsumers);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();  // the last block-wide barrier: from here on the roles only meet at mbarriers
+
+  if (warpgroup == 0) {
+    // --- producer ---------------------------------------------------------------------------
+    release_registers<kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      // `load` counts the k tiles this block has loaded over all its tiles: the ring, and the
+      // barriers' phases, run on from one output tile to the next.
+      int load = 0;
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int tile_m = 0;
+        int tile_n = 0;
+        grouped_tile(tile, tiles_m, tiles_n, tile_m, tile_n);
+        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
+          int const stage = load % kStages;
+          // As in step 18: parity 1 on the first pass returns at once, then 0, 1, 0 ...
+          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
+          mbarrier_arrive_expect_bytes(full(stage), kStageBytes);
+          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
+          for (int box = 0; box < kBN / kBoxN; ++box) {
+            tma_load_2d(b_stage(stage) + box * kBBoxBytes, &b_map, tile_n * kBN + box * kBoxN,
+                        k_tile * kBK, full(stage));
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // --- consumers ----------------------------------------------------------------------------
+  claim_registers<kConsumerRegisters>();
+  int const consumer = warpgroup - 1;  // rows 64 consumer .. 64 consumer + 63 of the tile
+  int const lane = threadIdx.x % 32;
+  int const warp = (threadIdx.x / 32) % 4;
+  int const g = lane / 4;
+  int const t2 = (lane % 4) * 2;
+  int load = 0;  // the same count as the producer's
+  // TODO(student): the tiles this block computes: the same sequence the producer loads
+  for (int tile = blockIdx.x; tile < tiles && tile < static_cast<int>(gridDim.x);
+       tile += gridDim.x) {  // placeholder
+    // END TODO
+    int tile_m = 0;
+    int tile_n = 0;
+    grouped_tile(tile, tiles_m, tiles_n, tile_m, tile_n);
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i)
+      acc[i] = 0.0f;
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
+      int const stage = load % kStages;
+      mbarrier_wait(full(stage), (load / kStages) % 2);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+        wgmma_m64n256k16_bf16(acc, a_descriptor(a_stage(stage), consumer, kk),
+                              b_descriptor(b_stage(stage), kk));
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (k_tile > 0 && lane == 0) mbarrier_arrive(empty((load - 1) % kStages));
+    }
+    // The tile's last stage is handed back once its wgmma are done: the producer is already
+    // filling the other stages with the next tile's k tiles while this epilogue runs.
+    wgmma_wait<0>();
+    if (lane == 0) mbarrier_arrive(empty((load - 1) % kStages));
+
+    // Epilogue from the accumulators, as in step 18.
+    int const row = tile_m * kBM + consumer * 64 + warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      int const col = tile_n * kBN + j * 8 + t2;
+      if (row < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n, acc[4 * j],
+                                             acc[4 * j + 1], alpha, beta);
+      }
+      if (row + 8 < m) {
+        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
+                                             acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
+                     int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
+  long long const tiles = static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, kBN);
+  if (tiles > 0x7fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles");
+  // One block per SM (each needs 193 KB of shared memory, so one is all an SM holds), or one
+  // per tile when there are fewer tiles than SMs.
+  int device = 0;
+  int sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute");
+  unsigned const blocks = static_cast<unsigned>(std::min<long long>(tiles, sms));
+  TmaOperand const a(A, m, k, lda, stream);
+  TmaOperand const b(B, k, n, ldb, stream);
+  CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
+  CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
+  bool const pairs = rows_are_aligned<4>(C, ldc);
+  dispatch_bool(pairs, [&](auto kPairs) {
+    auto const kernel = persistent_kernel<kPairs()>;
+    static cudaError_t const opt_in =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+    if (opt_in != cudaSuccess) {
+      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
+                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
+                               cudaGetErrorString(opt_in) + ")");
+    }
+    kernel<<<blocks, kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k, alpha, beta, C, ldc);
+  });
+  check_launch("bf16_gemm");
+}
