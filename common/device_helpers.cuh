@@ -45,6 +45,20 @@ inline bool all_rows_16_byte_aligned(float const* A, int lda, float const* B, in
          rows_are_16_byte_aligned(C, ldc);
 }
 
+// Step 13's grouped block order, for the steps after it (step 13 writes it out and explains
+// it): maps a linear tile index to (tile_m, tile_n) so that indices run down `group_m` tile rows
+// before moving one column right; the blocks in flight together then cover a compact patch of C
+// and share A and B panels in L2. group_m = 1 is plain row-major order.
+__device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int group_m,
+                                             int& tile_m, int& tile_n) {
+  int const tiles_per_group = group_m * tiles_n;
+  int const first_m = (tile / tiles_per_group) * group_m;
+  int const rows_in_group = min(tiles_m - first_m, group_m);  // the last group may be short
+  int const within = tile % tiles_per_group;
+  tile_m = first_m + within % rows_in_group;
+  tile_n = within / rows_in_group;
+}
+
 // Turns a run-time flag into a compile-time one: calls launch(std::true_type{}) or
 // launch(std::false_type{}), so that a generic lambda can instantiate the right kernel,
 //   dispatch_bool(aligned, [&](auto kAligned) { kernel<kAligned()><<<...>>>(...); });

@@ -3,7 +3,6 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -29,16 +28,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
 
 }  // namespace
 
-bool tma_can_describe(void const* data, long long ld, int element_bytes) {
-  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && (ld * element_bytes) % 16 == 0;
-}
-
 CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
                                  int box_cols) {
-  if (!tma_can_describe(data, ld, 2)) {
-    throw std::invalid_argument(
-        "make_bf16_tensor_map: TMA needs a 16-byte-aligned base and ld a multiple of 8");
-  }
   CUtensorMap map{};
   // Dimension 0 is the contiguous one (columns), dimension 1 the rows.
   cuuint64_t const sizes[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
@@ -51,7 +42,8 @@ CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " +
-                             std::to_string(static_cast<int>(result)));
+                             std::to_string(static_cast<int>(result)) +
+                             " (TMA needs a 16-byte-aligned base and ld a multiple of 8)");
   }
   return map;
 }

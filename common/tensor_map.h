@@ -8,14 +8,12 @@
 
 namespace gemm {
 
-// TMA's rules for a row-major matrix: the base address 16-byte aligned and the row pitch
-// (ld * element size) a multiple of 16 bytes. For bf16: ld a multiple of 8.
-bool tma_can_describe(void const* data, long long ld, int element_bytes);
-
 // The map of a row-major bf16 matrix of rows x cols with leading dimension ld, read in boxes of
 // box_rows x box_cols elements (box_cols * 2 <= 128 bytes), stored in shared memory with the
-// 128-byte swizzle. Reads outside rows x cols return zeros. Throws std::invalid_argument if TMA
-// cannot describe the matrix, std::runtime_error if the driver refuses.
+// 128-byte swizzle. Reads outside rows x cols return zeros. TMA needs the base address 16-byte
+// aligned and the row pitch a multiple of 16 bytes, i.e. gemm::rows_are_16_byte_aligned(data,
+// ld) (device_helpers.cuh; tma_operand.cuh makes a copy that qualifies). Throws
+// std::runtime_error if the driver refuses the map.
 CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
                                  int box_cols);
 

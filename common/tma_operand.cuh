@@ -1,9 +1,10 @@
 // An operand the TMA steps (17 and later) can describe with a tensor map. TMA needs a 16-byte-
-// aligned base and a row pitch that is a multiple of 16 bytes (tensor_map.h); a bf16 matrix with
-// an odd leading dimension (4097 x 4097, say) has neither. Such an operand is first copied, in
-// the call's stream, into a workspace whose rows start 16-byte aligned (ld rounded up to a
-// multiple of 8). The copy reads and writes the operand once: for k x n of B that is 4 k n
-// bytes, small next to the 2 m n k FLOPs when m is large, and it counts in the call's time.
+// aligned base and a row pitch that is a multiple of 16 bytes (rows_are_16_byte_aligned in
+// device_helpers.cuh); a bf16 matrix with an odd leading dimension (4097 x 4097, say) has
+// neither. Such an operand is first copied, in the call's stream, into a workspace whose rows
+// start 16-byte aligned (ld rounded up to a multiple of 8). The copy reads and writes the
+// operand once: for k x n of B that is 4 k n bytes, small next to the 2 m n k FLOPs when m is
+// large, and it counts in the call's time.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,6 +12,7 @@
 #include <memory>
 
 #include "cuda_check.h"
+#include "device_helpers.cuh"
 #include "tensor_map.h"
 #include "workspace.h"
 
@@ -32,9 +34,9 @@ __global__ void copy_rows_kernel(T const* __restrict__ source, long long source_
 class TmaOperand {
  public:
   // rows x cols of the row-major matrix at `data` with leading dimension `ld`.
-  TmaOperand(__nv_bfloat16 const* data, int rows, int cols, long long ld, cudaStream_t stream)
+  TmaOperand(__nv_bfloat16 const* data, int rows, int cols, int ld, cudaStream_t stream)
       : data_(data), ld_(ld) {
-    if (tma_can_describe(data, ld, 2)) return;
+    if (rows_are_16_byte_aligned(data, ld)) return;
     ld_ = (static_cast<long long>(cols) + 7) / 8 * 8;
     copy_ = std::make_unique<StreamWorkspace>(static_cast<std::size_t>(rows) * ld_ * 2, stream);
     __nv_bfloat16* const destination = copy_->get<__nv_bfloat16>();

@@ -146,17 +146,6 @@ __device__ __forceinline__ void load_tile(bf16* a_tile, bf16* b_tile, bf16 const
   }
 }
 
-// Step 13's grouped order: tile indices run down kGroupM tile rows, then one column right.
-__device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int group_m,
-                                             int& tile_m, int& tile_n) {
-  int const tiles_per_group = group_m * tiles_n;
-  int const first_m = (tile / tiles_per_group) * group_m;
-  int const rows_in_group = min(tiles_m - first_m, group_m);
-  int const within = tile % tiles_per_group;
-  tile_m = first_m + within % rows_in_group;
-  tile_n = within / rows_in_group;
-}
-
 // The copies of a full k tile, worked out once per thread before the k loop (step 11's
 // TileCopier, for bf16 tiles): each chunk's source pointer, its swizzled destination and how many
 // of its bytes lie inside the matrix. Inside the loop a chunk is then one cp.async and one pointer
@@ -234,8 +223,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
 
   int tile_m = 0;
   int tile_n = 0;
-  grouped_tile(blockIdx.x, gemm::ceil_div(m, Cfg::kBM), gemm::ceil_div(n, Cfg::kBN), Cfg::kGroupM,
-               tile_m, tile_n);
+  gemm::grouped_tile(blockIdx.x, gemm::ceil_div(m, Cfg::kBM), gemm::ceil_div(n, Cfg::kBN),
+                     Cfg::kGroupM, tile_m, tile_n);
   int const block_row = tile_m * Cfg::kBM;
   int const block_col = tile_n * Cfg::kBN;
 

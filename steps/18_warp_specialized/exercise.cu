@@ -55,16 +55,6 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int
   return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
-__device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int& tile_m,
-                                             int& tile_n) {
-  int const tiles_per_group = kGroupM * tiles_n;
-  int const first_m = (tile / tiles_per_group) * kGroupM;
-  int const rows_in_group = min(tiles_m - first_m, kGroupM);
-  int const within = tile % tiles_per_group;
-  tile_m = first_m + within % rows_in_group;
-  tile_n = within / rows_in_group;
-}
-
 template <bool kPairs>
 __global__ void __launch_bounds__(kThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap a_map,
@@ -81,7 +71,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   int tile_m = 0;
   int tile_n = 0;
-  grouped_tile(blockIdx.x, gemm::ceil_div(m, kBM), gemm::ceil_div(n, kBN), tile_m, tile_n);
+  gemm::grouped_tile(blockIdx.x, gemm::ceil_div(m, kBM), gemm::ceil_div(n, kBN), kGroupM, tile_m,
+                     tile_n);
   int const block_row = tile_m * kBM;
   int const block_col = tile_n * kBN;
   int const k_tiles = gemm::ceil_div(k, kBK);

@@ -62,16 +62,6 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int
   return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
-__device__ __forceinline__ void grouped_tile(int tile, int tiles_m, int tiles_n, int& tile_m,
-                                             int& tile_n) {
-  int const tiles_per_group = kGroupM * tiles_n;
-  int const first_m = (tile / tiles_per_group) * kGroupM;
-  int const rows_in_group = min(tiles_m - first_m, kGroupM);
-  int const within = tile % tiles_per_group;
-  tile_m = first_m + within % rows_in_group;
-  tile_n = within / rows_in_group;
-}
-
 template <bool kPairs>
 __global__ void __launch_bounds__(kThreads, 1)
     persistent_kernel(const __grid_constant__ CUtensorMap a_map,
@@ -111,7 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int tile_m = 0;
         int tile_n = 0;
-        grouped_tile(tile, tiles_m, tiles_n, tile_m, tile_n);
+        gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
         for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
           int const stage = load % kStages;
           // As in step 18: parity 1 on the first pass returns at once, then 0, 1, 0 ...
@@ -139,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     int tile_m = 0;
     int tile_n = 0;
-    grouped_tile(tile, tiles_m, tiles_n, tile_m, tile_n);
+    gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i)
