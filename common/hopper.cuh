@@ -78,6 +78,95 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t destination, CUtensorM
       : "memory");
 }
 
+// The multicast form (step 20 and later): the same box lands at the same shared offset in every
+// block of the cluster named in `cta_mask` (bit r = the block of cluster rank r), and each
+// landing counts off on the barrier at `barrier`'s offset in that block.
+__device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t destination,
+                                                      CUtensorMap const* map, int inner, int outer,
+                                                      std::uint32_t barrier,
+                                                      std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(inner), "r"(outer), "r"(barrier), "h"(cta_mask)
+      : "memory");
+}
+
+// The reverse direction (step 21): copies the box at shared address `source` to coordinates
+// (inner, outer) of `map`, clipping what lies outside the matrix. The copy runs on after the
+// call returns: bulk_commit_group closes the copies issued so far into a group, and
+// bulk_wait_group_read<N> waits until at most N groups still *read* shared memory (the buffer
+// may then be rewritten); bulk_wait_group<N> waits until their writes to global memory are done.
+__device__ __forceinline__ void tma_store_2d(CUtensorMap const* map, std::uint32_t source,
+                                             int inner, int outer) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(inner), "r"(outer), "r"(source)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Shared memory written by ordinary stores that the copy engine reads next (a TMA store's
+// source) must be made visible to it, the "async proxy", first: every writing thread fences,
+// then the threads synchronize, then one thread issues the copy.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// A barrier among `threads` threads (a multiple of 32) of the block, numbered `id` (1-15; 0 is
+// __syncthreads'): lets one warpgroup synchronize without stopping the others.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// --- clusters -----------------------------------------------------------------------------------
+
+// A thread block cluster (step 20 and later) is a group of blocks the hardware runs at the same
+// time on neighbouring SMs; each can reach the others' shared memory and barriers.
+
+// This block's rank in its cluster: 0 .. cluster size - 1.
+__device__ __forceinline__ unsigned cluster_block_rank() {
+  unsigned rank = 0;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// Every thread of every block of the cluster arrives, then waits for all the others: a
+// __syncthreads() across the cluster, with release/acquire ordering at cluster scope.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;\n" ::
+          : "memory");
+}
+
+// One arrival on the barrier at shared address `barrier`, but in the block of cluster rank
+// `rank` (mapa translates a local shared address to the same offset in another block). The
+// arrival keeps mbarrier.arrive's default ordering, as CUTLASS's ClusterBarrier does: what it
+// releases is a stage whose wgmma have completed (wgmma_wait), nothing the other block must see.
+// Spelling out .release.cluster made step 20 2.3x slower on the H100 (docs/results).
+__device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t barrier, unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(barrier),
+      "r"(rank)
+      : "memory");
+}
+
 // --- register reallocation ----------------------------------------------------------------------
 
 // setmaxnreg: a warpgroup gives registers back to the SM's pool (dec) or takes more from it
@@ -154,6 +243,37 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint6
         "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
         "+f"(d[63])
+      : "l"(a_descriptor), "l"(b_descriptor));
+}
+
+// D (64 x 192, 96 floats per thread) += A (64 x 16, K-major) * B (16 x 192, N-major).
+__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], std::uint64_t a_descriptor,
+                                                      std::uint64_t b_descriptor) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, "
+      "%96, %97, 1, 1, 1, 0, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(a_descriptor), "l"(b_descriptor));
 }
 

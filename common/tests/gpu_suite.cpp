@@ -261,6 +261,11 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   // barrier phases running on from one tile to the next.
   check_case({2048, 4608, 100});
   check_case({1000, 1000, 333}, {1, 1, 1, 1}, {0.75f, -0.5f});
+  // An odd number of 128-row tiles (31) with several 256-column tiles per cluster of two blocks
+  // (step 20 on), once with rows padded by 8 elements: 16-byte aligned, but a pitch that is not
+  // a multiple of 128 bytes, and beta != 0.
+  check_case({3900, 2048, 200});
+  check_case({3900, 2048, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
