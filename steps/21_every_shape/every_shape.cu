@@ -428,6 +428,8 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute");
+  // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then sizes the
+  // grid from the occupancy query of the kernel it picked, which may find fewer.
   int const width = choose_tile_width(m, n, std::max(1, sms / kClusterSize));
 
   AlignedOperand const a(A, m, k, lda, should_copy_a(A, lda, n, width), stream);
