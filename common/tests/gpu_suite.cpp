@@ -266,6 +266,12 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   // a multiple of 128 bytes, and beta != 0.
   check_case({3900, 2048, 200});
   check_case({3900, 2048, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  // Fewer tiles than clusters with a long K (step 22 cuts each tile into slices of K, one
+  // cluster per slice, and adds the slices' partial sums): 16 tiles of 128 columns with 35 k
+  // tiles each, 4 slices per tile; then 16 tiles with 94 k tiles, B copied (ldb not a multiple
+  // of 8), C written in pairs (ldc not a multiple of 8), and beta.
+  check_case({250, 2000, 2200});
+  check_case({300, 1000, 6000}, {8, 4, 2, 0}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
