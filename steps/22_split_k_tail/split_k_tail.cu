@@ -8,21 +8,20 @@
 //   - The R tiles left over (R < the number of clusters G) are each cut along K into
 //     s = min(G / R, k_tiles / 4) equal slices, one cluster per slice: the last round takes
 //     1/s of a round (4096x4100x4096: 22 tiles x 3 slices on 66 clusters).
-//   - The cluster with a tile's first slice owns it: the others write their FP32 partial sums to
-//     a workspace and raise a flag; the owner waits for the flags and adds the partial sums to
-//     its own in slice order, then runs the epilogue. A fixed split and a fixed order of the
-//     additions keep C bitwise the same on every run.
+//   - Every slice writes its FP32 partial sums to a workspace and counts itself done on the
+//     tile's counter (an atomic add); the slice that finds all the others done adds the partial
+//     sums up in slice order and runs the epilogue. A fixed split and a fixed order of the
+//     additions keep C bitwise the same on every run, whichever slice finishes last, and no
+//     cluster ever waits for another.
 //   - A model (rounds(), below) splits only where the shorter round outweighs handing the
 //     partial sums on.
 //
 // We first built Stream-K (Osama et al., 2023): the left-over tiles' k-tile iterations laid end
-// to end and cut into G equal ranges, so that no cluster idles at all. It measured slower than
-// these aligned slices on every shape we tried (docs/results): with ranges that start anywhere,
-// the clusters no longer sweep K side by side, and tiles that share a panel of A or B in L2 fetch
-// it at different times (1024x1024x16384: 0.092 ms against 0.069 ms).
-//
-// Owners wait only for slices that wait for nothing, and every cluster of the grid is resident at
-// once (the grid is sized from the occupancy query), so the waits end.
+// to end and cut into G equal ranges, so that no cluster idles at all. Measured in one process
+// against these aligned slices, it lost at most shapes and widths and never won by more than
+// the spread between runs (docs/results): with ranges that start anywhere, the clusters no longer
+// sweep K side by side, and tiles that share a panel of A or B in L2 fetch it at different times
+// (1024x1024x16384: 0.092 ms against 0.069 ms).
 //
 // Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
 #include <cuda.h>
@@ -134,13 +133,13 @@ struct Schedule {
   int splits;      // s: slices per tail tile
 };
 
-// One piece of work: k tiles [k_begin, k_end) of cluster tile `tile`; `slice` is 0 for a whole
-// tile and for a tail tile's first slice, which owns the tile.
+// One piece of work: k tiles [k_begin, k_end) of cluster tile `tile`; `tail_tile` is the tile's
+// index among the tail tiles for a slice, -1 for a whole tile.
 struct Unit {
   int tile;
   int k_begin;
   int k_end;
-  int slice;
+  int tail_tile;
 };
 
 // The index-th unit of `cluster`, or false when it has no more: its data-parallel tiles first,
@@ -149,28 +148,32 @@ __device__ __forceinline__ bool unit_of(Schedule const& s, int cluster, int inde
   int const dp_units =
       cluster < s.dp_tiles ? (s.dp_tiles - cluster + s.clusters - 1) / s.clusters : 0;
   if (index < dp_units) {
-    unit = {cluster + index * s.clusters, 0, s.k_tiles, 0};
+    unit = {cluster + index * s.clusters, 0, s.k_tiles, -1};
     return true;
   }
   if (index > dp_units || cluster >= s.tail_tiles * s.splits) return false;
   int const r = cluster / s.splits;
   int const j = cluster % s.splits;
-  unit = {s.dp_tiles + r, j * s.k_tiles / s.splits, (j + 1) * s.k_tiles / s.splits, j};
+  unit = {s.dp_tiles + r, j * s.k_tiles / s.splits, (j + 1) * s.k_tiles / s.splits, r};
   return true;
 }
 
-// The flags that say "my partial sums are in the workspace": one thread raises one after the
-// whole warpgroup has written (named barrier first), with release semantics at GPU scope; the
-// owner's one thread polls with acquire semantics, then releases its warpgroup through a named
-// barrier (CUTLASS's generic barrier works the same way).
-__device__ __forceinline__ void raise_flag(int* flag) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(1) : "memory");
-}
-__device__ __forceinline__ void wait_for_flag(int const* flag) {
-  int value = 0;
-  do {
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
-  } while (value == 0);
+// Counts one more finished slice on a tail tile's counter and returns how many had finished
+// before. The thread that calls it has just passed a named barrier with its warpgroup, after the
+// warpgroup stored its partial sums: the first fence makes those stores visible at GPU scope
+// before the count; the second makes what the other slices stored before their counts visible
+// to this warpgroup's loads after its next named barrier (CUTLASS's generic barrier works the
+// same way).
+__device__ __forceinline__ int count_finished_slice(int* counter) {
+  int before = 0;
+  asm volatile(
+      "fence.acq_rel.gpu;\n"
+      "atom.relaxed.gpu.global.add.s32 %0, [%1], 1;\n"
+      "fence.acq_rel.gpu;\n"
+      : "=r"(before)
+      : "l"(counter)
+      : "memory");
+  return before;
 }
 
 template <int kBN, Epilogue kEpilogue>
@@ -179,7 +182,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
                         const __grid_constant__ CUtensorMap b_map,
                         const __grid_constant__ CUtensorMap c_map, int m, int n, float alpha,
                         float beta, bf16* __restrict__ C, int ldc, Schedule const schedule,
-                        float* __restrict__ partials, int* __restrict__ flags) {
+                        float* __restrict__ partials, int* __restrict__ counters) {
   using T = Tile<kBN>;
   constexpr int kStages = T::kStages;
   extern __shared__ unsigned char shared_bytes[];
@@ -242,7 +245,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     int const warp = (threadIdx.x / 32) % 4;
     int const g = lane / 4;
     int const t2 = (lane % 4) * 2;
-    bool const leader = thread == 0;  // issues the TMA stores, raises and polls the flags
+    bool const leader = thread == 0;  // issues the TMA stores, counts the slices
     int const barrier_id = 1 + consumer;
     auto release = [&](int stage) {
       for (unsigned block = 0; block < kClusterSize; ++block) {
@@ -251,12 +254,14 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     };
     // This consumer's slot of cluster c's partial sums: kBN / 2 floats per thread, stored as
     // float4s, the i-th float4 of every thread side by side, so that a warp's 16-byte stores and
-    // loads cover 512 contiguous bytes.
-    // The owner's consumer with the same index holds the same accumulator layout.
+    // loads cover 512 contiguous bytes. The same consumer (block rank and index) of every
+    // cluster holds the same accumulator layout, so slots add up element by element.
     auto slot = [&](int c) {
-      return (static_cast<std::size_t>(c) * kClusterSize + rank) * kConsumers +
-             static_cast<std::size_t>(consumer);
+      std::size_t const index = (static_cast<std::size_t>(c) * kClusterSize + rank) * kConsumers +
+                                static_cast<std::size_t>(consumer);
+      return reinterpret_cast<float4*>(partials + index * 128 * (kBN / 2));
     };
+    __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
     int load = 0;
     int pieces = 0;  // pieces of C this consumer has staged so far: picks the staging buffer
     Unit unit{};
@@ -285,27 +290,37 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       wgmma_wait<0>();
       if (lane == 0) release((load - 1) % kStages);
 
-      if (unit.slice > 0) {
-        // A later slice of a tail tile: hand the partial sums to the tile's owner.
-        float4* const out = reinterpret_cast<float4*>(partials + slot(cluster) * 128 * (kBN / 2));
+      if (unit.tail_tile >= 0) {
+        // A slice of a tail tile: hand the partial sums over and count the slice done; the last
+        // slice of the tile to finish adds all of them up, in slice order, and writes the tile.
+        float4* const out = slot(cluster);
 #pragma unroll
         for (int i = 0; i < kBN / 8; ++i) {
           __stcg(out + i * 128 + thread,
                  make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
         }
         named_barrier_sync(barrier_id, 128);
-        if (leader) raise_flag(flags + slot(cluster));
-        continue;
-      }
-      if (unit.k_end < schedule.k_tiles) {
-        // The owner of a tail tile: add the other slices' partial sums, in slice order, each as
-        // soon as its flag is up. Slice j of the tile is cluster `cluster + j`'s.
-        int const others_end = cluster + schedule.splits;
-        for (int other = cluster + 1; other < others_end; ++other) {
-          if (leader) wait_for_flag(flags + slot(other));
-          named_barrier_sync(barrier_id, 128);
-          float4 const* const in =
-              reinterpret_cast<float4 const*>(partials + slot(other) * 128 * (kBN / 2));
+        if (leader) {
+          int* const counter =
+              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+          last_slice[consumer] = count_finished_slice(counter) == schedule.splits - 1;
+        }
+        named_barrier_sync(barrier_id, 128);
+        if (!last_slice[consumer]) continue;
+        // Slice j of tail tile r is cluster r x splits + j's. Own slice included, every slice is
+        // read back from its slot, so that the sum is the same expression whoever adds it up.
+        int const first_cluster = unit.tail_tile * schedule.splits;
+        float4 const* const first = slot(first_cluster);
+#pragma unroll
+        for (int i = 0; i < kBN / 8; ++i) {
+          float4 const part = __ldcg(first + i * 128 + thread);
+          acc[4 * i] = part.x;
+          acc[4 * i + 1] = part.y;
+          acc[4 * i + 2] = part.z;
+          acc[4 * i + 3] = part.w;
+        }
+        for (int j = 1; j < schedule.splits; ++j) {
+          float4 const* const in = slot(first_cluster + j);
 #pragma unroll
           for (int i = 0; i < kBN / 8; ++i) {
             float4 const part = __ldcg(in + i * 128 + thread);
@@ -476,9 +491,11 @@ bool should_copy_a(bf16 const* A, int lda, int n) {
 // saves.
 constexpr int kMinSliceKTiles = 4;
 
-// What a split costs beyond its share of the work, in k tiles (about 0.7 us each for a 256-column
-// tile on the H100): the writes of a 128 x 256 FP32 slot, the owner's reads, and the owner's
-// epilogue after the others' slices. Measured: about 5 us at 4096^3 (docs/results).
+// What a split costs beyond its share of the work, in k tiles (a 256-column tile's k tile takes
+// about 0.7 us on the H100: 44 us per round of 64 at 4096^3 in a timeline in docs/results): the
+// writes of a 128 x 256 FP32 slot (about 3 us in that timeline), the reads of every slot by the
+// slice that finishes last, and its epilogue after them. 8 k tiles, about 5.6 us, fitted the
+// shapes measured.
 constexpr double kSplitOverheadKTiles = 8.0;
 
 // The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
@@ -522,8 +539,9 @@ int choose_tile_width(int m, int n, int k, int clusters) {
   return best_width;
 }
 
-// How many clusters of this kernel fit the GPU at once (66 on the H100): the split needs them all
-// resident, since owners wait for the others.
+// How many clusters of this kernel fit the GPU at once (66 on the H100): the G of the schedule.
+// (Correctness does not depend on it: no cluster waits for another, so a grid that does not fit
+// at once, beside another kernel, only runs longer.)
 template <class Kernel>
 int resident_clusters(Kernel kernel, int shared_bytes) {
   cudaLaunchConfig_t config{};
@@ -552,22 +570,24 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   static int const resident = resident_clusters(kernel, kSharedBytes);
   Schedule const schedule = make_schedule(m, n, k, kBN, resident);
   // The split's workspace: one slot of partial sums per cluster, block and consumer (a cluster
-  // hands on at most one slice), and the flags, cleared on the stream before the kernel.
+  // does at most one slice), and a counter per tail tile, block and consumer, cleared on the
+  // stream before the kernel.
   std::unique_ptr<gemm::StreamWorkspace> workspace;
   float* partials = nullptr;
-  int* flags = nullptr;
+  int* counters = nullptr;
   if (schedule.tail_tiles > 0) {
     std::size_t const slots =
         static_cast<std::size_t>(schedule.clusters) * kClusterSize * kConsumers;
     std::size_t const partial_bytes = slots * 128 * (kBN / 2) * sizeof(float);
-    workspace =
-        std::make_unique<gemm::StreamWorkspace>(partial_bytes + slots * sizeof(int), stream);
+    std::size_t const counter_bytes =
+        static_cast<std::size_t>(schedule.tail_tiles) * kClusterSize * kConsumers * sizeof(int);
+    workspace = std::make_unique<gemm::StreamWorkspace>(partial_bytes + counter_bytes, stream);
     partials = workspace->get<float>();
-    flags = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
-    gemm::check_cuda(cudaMemsetAsync(flags, 0, slots * sizeof(int), stream), "cudaMemsetAsync");
+    counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
+    gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
   }
   kernel<<<static_cast<unsigned>(schedule.clusters * kClusterSize), kThreads, kSharedBytes,
-           stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, flags);
+           stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
 }
 
 template <int kBN>
