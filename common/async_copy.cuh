@@ -40,6 +40,12 @@ __device__ __forceinline__ void cp_async_16(unsigned dst, void const* src, int s
                "r"(src_bytes));
 }
 
+// All 16 bytes, no byte count: for copies known to lie inside the matrix (one operand less for
+// the instruction to carry, and no zero-fill variant).
+__device__ __forceinline__ void cp_async_16(unsigned dst, void const* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

@@ -8,15 +8,23 @@
 // the warp in a layout WMMA does not reveal, which is why the data goes through shared memory
 // in and out:
 //
-//   global --cp.async--> shared tiles --load_matrix_sync--> fragments --mma_sync--> accumulators
+//   global --cp.async--> shared tiles --wmma.load--> fragments --mma_sync--> accumulators
 //   accumulators --store_matrix_sync--> shared scratch --> alpha, beta, bf16 --> C
 //
 // The block: a 128 x 128 tile of C, 4 warps in 2 x 2, each warp a 64 x 64 warp tile, that is
 // 4 x 4 accumulator fragments of 16 x 16 (128 FP32 accumulators per lane). A big warp tile is
 // what makes the loads pay: per 16 of k a warp loads 4 fragments of A and 4 of B and does 16
-// fragment products with them. The k loop walks K in tiles of 32 with two shared
-// buffers (double buffering with cp.async, as in step 10): while the tensor cores work on
-// one k tile, the copies of the next are in flight.
+// fragment products with them. The k loop walks K in tiles of 32 through three shared
+// buffers (step 10's pipeline): two k tiles are in flight while the tensor cores work on a
+// third, and one barrier per k tile both publishes a tile and frees the buffer read last.
+// Blocks walk the tiles of C in step 13's grouped order, so that blocks in flight share panels
+// of A and B in L2.
+//
+// The fragment loads name the shared state space. wmma::load_matrix_sync takes a generic
+// pointer; for bf16 fragments this compiler does not work out that the pointer is in shared
+// memory, and emits four generic 4-byte loads (LD.E) per fragment per lane. The same load
+// written in PTX with .shared (load_a_fragment / load_b_fragment below) becomes one ldmatrix
+// (LDSM) per fragment. Everything else is WMMA's API.
 //
 // Rows of the shared tiles are padded by 8 bf16 (16 bytes), as step 07 padded its float tile,
 // so that the 8 rows a fragment load reads at once fall into different banks.
@@ -41,9 +49,11 @@ namespace {
 using bf16 = __nv_bfloat16;
 namespace wmma = nvcuda::wmma;
 
-constexpr int kBM = 128;  // block tile rows (M)
-constexpr int kBN = 128;  // block tile columns (N)
-constexpr int kBK = 32;   // k tile depth
+constexpr int kBM = 128;    // block tile rows (M)
+constexpr int kBN = 128;    // block tile columns (N)
+constexpr int kBK = 32;     // k tile depth
+constexpr int kStages = 3;  // shared buffers: kStages - 1 k tiles in flight while one is used
+constexpr int kGroupM = 8;  // tile rows per group of the block order (step 13)
 constexpr int kWarpsM = 2;
 constexpr int kWarpsN = 2;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 128
@@ -65,10 +75,32 @@ static_assert(kAChunksPerThread * kChunk * kThreads == kBM * kBK, "A copies must
 static_assert(kBChunksPerThread * kChunk * kThreads == kBK * kBN, "B copies must divide evenly");
 
 struct SharedTiles {
-  bf16 a[2][kBM][kAStride];                     // 20,480 bytes
-  bf16 b[2][kBK][kBStride];                     // 17,408 bytes
+  bf16 a[kStages][kBM][kAStride];               // 30,720 bytes
+  bf16 b[kStages][kBK][kBStride];               // 26,112 bytes
   float scratch[kThreads / 32][kFrag * kFrag];  // one 16 x 16 float tile per warp: 4,096 bytes
 };
+
+// Fragment loads from shared memory, as PTX with the state space named: ptxas turns each into
+// one ldmatrix. The fragment's 8 bf16 are 4 registers of 2, in the order wmma.load returns them;
+// mma_sync then uses the fragment as usual. `row_stride` is the leading dimension in elements.
+using AFragment = wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major>;
+using BFragment = wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::row_major>;
+
+__device__ __forceinline__ void load_a_fragment(AFragment& fragment, bf16 const* tile,
+                                                unsigned row_stride) {
+  auto* r = reinterpret_cast<unsigned*>(fragment.x);
+  asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(gemm::shared_address(tile)), "r"(row_stride));
+}
+
+__device__ __forceinline__ void load_b_fragment(BFragment& fragment, bf16 const* tile,
+                                                unsigned row_stride) {
+  auto* r = reinterpret_cast<unsigned*>(fragment.x);
+  asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(gemm::shared_address(tile)), "r"(row_stride));
+}
 
 // Copies one k tile of A (kBM x kBK, from column k0) and of B (kBK x kBN, from row k0) into
 // the shared buffers of `stage`. Elements outside A or B become zeros.
@@ -132,9 +164,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     wmma_gemm_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
                      bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
                      int ldc) {
-  // The tiles live in dynamic shared memory, sized by the launcher (41,984 bytes here; a
-  // deeper k tile would pass the 48 KB a block may have without opting in, which the launcher
-  // does for whatever SharedTiles needs).
+  // The tiles live in dynamic shared memory, sized by the launcher: 60,928 bytes, past the
+  // 48 KB a block may have without opting in, which the launcher does.
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   SharedTiles& s = *reinterpret_cast<SharedTiles*>(shared_bytes);
 
@@ -142,8 +173,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   int const lane = threadIdx.x % 32;
   int const warp_row = (warp / kWarpsN) * kWM;  // within the block tile
   int const warp_col = (warp % kWarpsN) * kWN;
-  int const block_row = blockIdx.y * kBM;
-  int const block_col = blockIdx.x * kBN;
+  int tile_m = 0;
+  int tile_n = 0;
+  gemm::grouped_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, kGroupM, tile_m,
+                     tile_n);
+  int const block_row = tile_m * kBM;
+  int const block_col = tile_n * kBN;
 
   wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc[kFragsM][kFragsN];
 #pragma unroll
@@ -154,32 +189,39 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   int const k_tiles = gemm::ceil_div(k, kBK);
-  load_tile<kAligned>(s, 0, A, lda, B, ldb, m, n, k, block_row, block_col, 0);
-  gemm::cp_async_commit();
+  // Prologue: start the first kStages - 1 tiles. Every stage slot commits a group, empty or
+  // not, so that "at most kStages - 2 groups pending" always means "tile t has arrived".
+#pragma unroll
+  for (int stage = 0; stage < kStages - 1; ++stage) {
+    if (stage < k_tiles) {
+      load_tile<kAligned>(s, stage, A, lda, B, ldb, m, n, k, block_row, block_col, stage * kBK);
+    }
+    gemm::cp_async_commit();
+  }
 
   for (int t = 0; t < k_tiles; ++t) {
-    int const stage = t % 2;
-    // Start the copies of tile t + 1 into the other buffer, then wait for tile t only.
-    if (t + 1 < k_tiles) {
-      load_tile<kAligned>(s, 1 - stage, A, lda, B, ldb, m, n, k, block_row, block_col,
-                          (t + 1) * kBK);
-      gemm::cp_async_commit();
-      gemm::cp_async_wait<1>();
-    } else {
-      gemm::cp_async_wait<0>();
+    gemm::cp_async_wait<kStages - 2>();
+    // Tile t is in shared memory for every warp, and every warp has finished tile t - 1,
+    // whose buffer the copies below refill.
+    __syncthreads();
+    int const next = t + kStages - 1;
+    if (next < k_tiles) {
+      load_tile<kAligned>(s, next % kStages, A, lda, B, ldb, m, n, k, block_row, block_col,
+                          next * kBK);
     }
-    __syncthreads();  // tile t is in shared memory, for every warp
+    gemm::cp_async_commit();
 
+    int const stage = t % kStages;
 #pragma unroll
     for (int kk = 0; kk < kBK; kk += kFrag) {
-      wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> a_frag[kFragsM];
-      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::row_major> b_frag[kFragsN];
+      AFragment a_frag[kFragsM];
+      BFragment b_frag[kFragsN];
 #pragma unroll
       for (int i = 0; i < kFragsM; ++i)
-        wmma::load_matrix_sync(a_frag[i], &s.a[stage][warp_row + i * kFrag][kk], kAStride);
+        load_a_fragment(a_frag[i], &s.a[stage][warp_row + i * kFrag][kk], kAStride);
 #pragma unroll
       for (int j = 0; j < kFragsN; ++j)
-        wmma::load_matrix_sync(b_frag[j], &s.b[stage][kk][warp_col + j * kFrag], kBStride);
+        load_b_fragment(b_frag[j], &s.b[stage][kk][warp_col + j * kFrag], kBStride);
 #pragma unroll
       for (int i = 0; i < kFragsM; ++i) {
 #pragma unroll
@@ -187,8 +229,8 @@ __global__ void __launch_bounds__(kThreads, 2)
           wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
       }
     }
-    __syncthreads();  // every warp is done with this buffer before it is refilled
   }
+  gemm::cp_async_wait<0>();  // only empty groups can be pending here; none may be at exit
 
   // Epilogue. The accumulator layout is WMMA's secret, so each fragment goes through a
   // 16 x 16 float scratch tile of the warp's own, where every lane can find its elements:

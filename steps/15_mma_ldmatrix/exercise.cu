@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
@@ -18,6 +20,8 @@ using bf16 = __nv_bfloat16;
 constexpr int kBM = 128;
 constexpr int kBN = 128;
 constexpr int kBK = 32;
+constexpr int kStages = 3;  // shared buffers (step 14's pipeline)
+constexpr int kGroupM = 8;  // tile rows per group of the block order (step 13)
 constexpr int kWarpsM = 2;
 constexpr int kWarpsN = 2;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 128
@@ -37,8 +41,8 @@ static_assert(kAChunksPerThread * kChunk * kThreads == kBM * kBK, "A copies must
 static_assert(kBChunksPerThread * kChunk * kThreads == kBK * kBN, "B copies must divide evenly");
 
 struct SharedTiles {
-  bf16 a[2][kBM][kAStride];  // 20,480 bytes
-  bf16 b[2][kBK][kBStride];  // 17,408 bytes
+  bf16 a[kStages][kBM][kAStride];  // 30,720 bytes
+  bf16 b[kStages][kBK][kBStride];  // 26,112 bytes
 };
 
 // Step 14's tile copy: one k tile of A and B into the buffers of `stage`, zeros outside.
@@ -97,14 +101,21 @@ __global__ void __launch_bounds__(kThreads)
     mma_ldmatrix_gemm_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
                              bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
                              int ldc) {
-  __shared__ __align__(128) SharedTiles s;
+  // 56,832 bytes of tiles: more than the 48 KB of static shared memory a block may have, so
+  // they live in dynamic shared memory, sized and opted into by the launcher.
+  extern __shared__ __align__(128) unsigned char shared_bytes[];
+  SharedTiles& s = *reinterpret_cast<SharedTiles*>(shared_bytes);
 
   int const warp = threadIdx.x / 32;
   int const lane = threadIdx.x % 32;
   int const warp_row = (warp / kWarpsN) * kWM;
   int const warp_col = (warp % kWarpsN) * kWN;
-  int const block_row = blockIdx.y * kBM;
-  int const block_col = blockIdx.x * kBN;
+  int tile_m = 0;
+  int tile_n = 0;
+  gemm::grouped_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, kGroupM, tile_m,
+                     tile_n);
+  int const block_row = tile_m * kBM;
+  int const block_col = tile_n * kBN;
 
   // The row each lane addresses for ldmatrix.x4: lanes 0-15 rows 0-15 of the first 8 columns,
   // lanes 16-31 the same rows 8 columns on. For A that yields a0..a3 of a 16 x 16 tile; for
@@ -120,21 +131,26 @@ __global__ void __launch_bounds__(kThreads)
   float acc[kTilesM][kTilesN][4] = {};
 
   int const k_tiles = gemm::ceil_div(k, kBK);
-  load_tile<kAligned>(s, 0, A, lda, B, ldb, m, n, k, block_row, block_col, 0);
-  gemm::cp_async_commit();
+  // Step 14's pipeline: kStages - 1 tiles in flight, one barrier per k tile.
+#pragma unroll
+  for (int stage = 0; stage < kStages - 1; ++stage) {
+    if (stage < k_tiles) {
+      load_tile<kAligned>(s, stage, A, lda, B, ldb, m, n, k, block_row, block_col, stage * kBK);
+    }
+    gemm::cp_async_commit();
+  }
 
   for (int t = 0; t < k_tiles; ++t) {
-    int const stage = t % 2;
-    if (t + 1 < k_tiles) {
-      load_tile<kAligned>(s, 1 - stage, A, lda, B, ldb, m, n, k, block_row, block_col,
-                          (t + 1) * kBK);
-      gemm::cp_async_commit();
-      gemm::cp_async_wait<1>();
-    } else {
-      gemm::cp_async_wait<0>();
+    gemm::cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t has arrived for every warp; every warp is done with tile t - 1
+    int const next = t + kStages - 1;
+    if (next < k_tiles) {
+      load_tile<kAligned>(s, next % kStages, A, lda, B, ldb, m, n, k, block_row, block_col,
+                          next * kBK);
     }
-    __syncthreads();
+    gemm::cp_async_commit();
 
+    int const stage = t % kStages;
 #pragma unroll
     for (int kk = 0; kk < kBK; kk += 16) {
       std::uint32_t a[kTilesM][4];
@@ -152,8 +168,8 @@ __global__ void __launch_bounds__(kThreads)
           gemm::mma_bf16_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
       }
     }
-    __syncthreads();
   }
+  gemm::cp_async_wait<0>();  // only empty groups can be pending here; none may be at exit
 
   // Epilogue straight from the registers: lane (g, t) holds rows g and g + 8, columns 2t and
   // 2t + 1 of every 16 x 8 tile.
@@ -190,8 +206,17 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   bool const pairs = rows_are_aligned<4>(C, ldc);
   dispatch_bool(aligned, [&](auto kAligned) {
     dispatch_bool(pairs, [&](auto kPairs) {
-      mma_ldmatrix_gemm_kernel<kAligned(), kPairs()>
-          <<<grid, kThreads, 0, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+      auto const kernel = mma_ldmatrix_gemm_kernel<kAligned(), kPairs()>;
+      constexpr int kSharedBytes = sizeof(SharedTiles);
+      static cudaError_t const opt_in =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+      if (opt_in != cudaSuccess) {
+        throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
+                                 std::to_string(kSharedBytes) + " bytes of shared memory (" +
+                                 cudaGetErrorString(opt_in) + ")");
+      }
+      kernel<<<grid, kThreads, kSharedBytes, stream>>>(m, n, k, alpha, A, lda, B, ldb, beta, C,
+                                                       ldc);
     });
   });
   check_launch("bf16_gemm");

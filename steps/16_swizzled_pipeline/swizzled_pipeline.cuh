@@ -7,11 +7,15 @@
 //      power-of-two row length; an XOR swizzle keeps rows dense and moves each 16-byte chunk
 //      of a row to chunk ^ f(row) instead, so the 8 rows one ldmatrix phase reads land in 8
 //      different 16-byte bank groups (swizzled_chunk below).
-//   2. A multistage pipeline: kStages shared buffers, kStages - 1 k tiles in flight while one is
-//      computed, one barrier per k tile (step 10's schedule, now for tensor cores).
-//   3. Grouped block order (step 13's): consecutive blocks walk down kGroupM tile rows before
-//      moving right, so the blocks in flight share panels of B in L2.
-//   4. The tile (block, warp, k depth, stages) is a template parameter, picked by a sweep.
+//   2. Fewer instructions around the mma.sync. The copies of a k tile are worked out once
+//      (LeanCopier: one pointer per operand, every other address a constant away), blocks that
+//      lie wholly inside A, B and C take a k loop with no bounds at all, the fragments of the
+//      next k step are loaded while the mma.sync of this one run, and the copies go out behind
+//      the first k step's mma.sync.
+//   3. The tile from a sweep: block and warp tile, k tile depth, stages and the group of the
+//      block order are template parameters (TileConfig).
+//   4. The sweep picked a deeper k tile, 64 instead of 32, with three stages: half the barriers
+//      and loop overhead per mma.sync, in 96 KB per block, still two blocks per SM.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
@@ -93,114 +98,133 @@ __device__ __forceinline__ int swizzled_offset(int row, int col) {
 }
 
 // One k tile of A (kBM x kBK from column k0) and B (kBK x kBN from row k0) into a stage's
-// swizzled tiles; zeros outside A and B. kAligned: 16-byte cp.async copies (rows of A and B
-// 16-byte aligned); otherwise element by element with ordinary loads and stores.
-template <class Cfg, bool kAligned>
+// swizzled tiles, element by element with ordinary loads and stores, zeros outside A and B: the
+// path for operands whose rows are not 16-byte aligned (no cp.async can copy them).
+template <class Cfg>
 __device__ __forceinline__ void load_tile(bf16* a_tile, bf16* b_tile, bf16 const* __restrict__ A,
                                           int lda, bf16 const* __restrict__ B, int ldb, int m,
                                           int n, int k, int block_row, int block_col, int k0) {
-  constexpr int kChunk = Cfg::kChunk;
-  if constexpr (kAligned) {
-#pragma unroll
-    for (int i = 0; i < Cfg::kAStageElements / kChunk / Cfg::kThreads; ++i) {
-      int const chunk = threadIdx.x + i * Cfg::kThreads;
-      int const row = chunk / Cfg::kAChunksPerRow;
-      int const col = (chunk % Cfg::kAChunksPerRow) * kChunk;
-      int const global_row = block_row + row;
-      int const global_col = k0 + col;
-      int const valid = global_row < m ? max(0, min(kChunk, k - global_col)) : 0;
-      bf16 const* src = valid > 0 ? A + static_cast<size_t>(global_row) * lda + global_col : A;
-      gemm::cp_async_16(a_tile + swizzled_offset<Cfg::kAChunksPerRow>(row, col), src, 2 * valid);
-    }
-#pragma unroll
-    for (int i = 0; i < Cfg::kBStageElements / kChunk / Cfg::kThreads; ++i) {
-      int const chunk = threadIdx.x + i * Cfg::kThreads;
-      int const row = chunk / Cfg::kBChunksPerRow;
-      int const col = (chunk % Cfg::kBChunksPerRow) * kChunk;
-      int const global_row = k0 + row;
-      int const global_col = block_col + col;
-      int const valid = global_row < k ? max(0, min(kChunk, n - global_col)) : 0;
-      bf16 const* src = valid > 0 ? B + static_cast<size_t>(global_row) * ldb + global_col : B;
-      gemm::cp_async_16(b_tile + swizzled_offset<Cfg::kBChunksPerRow>(row, col), src, 2 * valid);
-    }
-  } else {
-    bf16 const zero = __float2bfloat16(0.0f);
-    for (int e = threadIdx.x; e < Cfg::kAStageElements; e += Cfg::kThreads) {
-      int const row = e / Cfg::kBK;
-      int const col = e % Cfg::kBK;
-      int const global_row = block_row + row;
-      int const global_col = k0 + col;
-      a_tile[swizzled_offset<Cfg::kAChunksPerRow>(row, col)] =
-          global_row < m && global_col < k ? A[static_cast<size_t>(global_row) * lda + global_col]
-                                           : zero;
-    }
-    for (int e = threadIdx.x; e < Cfg::kBStageElements; e += Cfg::kThreads) {
-      int const row = e / Cfg::kBN;
-      int const col = e % Cfg::kBN;
-      int const global_row = k0 + row;
-      int const global_col = block_col + col;
-      b_tile[swizzled_offset<Cfg::kBChunksPerRow>(row, col)] =
-          global_row < k && global_col < n ? B[static_cast<size_t>(global_row) * ldb + global_col]
-                                           : zero;
-    }
+  bf16 const zero = __float2bfloat16(0.0f);
+  for (int e = threadIdx.x; e < Cfg::kAStageElements; e += Cfg::kThreads) {
+    int const row = e / Cfg::kBK;
+    int const col = e % Cfg::kBK;
+    int const global_row = block_row + row;
+    int const global_col = k0 + col;
+    a_tile[swizzled_offset<Cfg::kAChunksPerRow>(row, col)] =
+        global_row < m && global_col < k ? A[static_cast<size_t>(global_row) * lda + global_col]
+                                         : zero;
+  }
+  for (int e = threadIdx.x; e < Cfg::kBStageElements; e += Cfg::kThreads) {
+    int const row = e / Cfg::kBN;
+    int const col = e % Cfg::kBN;
+    int const global_row = k0 + row;
+    int const global_col = block_col + col;
+    b_tile[swizzled_offset<Cfg::kBChunksPerRow>(row, col)] =
+        global_row < k && global_col < n ? B[static_cast<size_t>(global_row) * ldb + global_col]
+                                         : zero;
   }
 }
 
-// The copies of a full k tile, worked out once per thread before the k loop (step 11's
-// TileCopier, for bf16 tiles): each chunk's source pointer, its swizzled destination and how many
-// of its bytes lie inside the matrix. Inside the loop a chunk is then one cp.async and one pointer
-// increment. A full tile needs no K test; rows past m and columns past n were settled here: their
-// byte counts are 0 (or fewer than 16 at B's right edge) and their pointers stay inside row 0 of
-// A or column 0 of B, valid addresses that are never read. The last k tile, if K leaves it
-// partial, goes through load_tile instead.
+// The copies of a full k tile, worked out once per thread before the k loop. A thread's chunks
+// of A lie kARowsPerPass rows apart in one column (chunk i is row a_row + i * kARowsPerPass),
+// and likewise for B, so one pointer per operand is enough: chunk i's global address is that
+// pointer plus i * kRowsPerPass * ld elements (one IMAD.WIDE), and its shared address chunk 0's
+// plus a constant, because the swizzle repeats every 8 rows and a pass covers a multiple of 8
+// rows. Inside the loop a tile costs one cp.async and one address per chunk and two pointer
+// increments.
+//
+// Blocks at the edge of A or B need byte counts: rows past m copy 0 bytes (from A itself, a
+// valid address that is not read), B's last chunks fewer than 16. Rows of full k tiles are
+// always inside K. A partial last k tile goes through copy_partial.
 template <class Cfg>
-struct TileCopier {
+struct LeanCopier {
   static constexpr int kAChunks = Cfg::kAStageElements / Cfg::kChunk / Cfg::kThreads;
   static constexpr int kBChunks = Cfg::kBStageElements / Cfg::kChunk / Cfg::kThreads;
-  bf16 const* a_src[kAChunks];
-  std::uint32_t a_dst[kAChunks];  // byte offset in a stage's A tile
-  int a_bytes[kAChunks];
-  bf16 const* b_src[kBChunks];
-  std::uint32_t b_dst[kBChunks];
-  int b_bytes[kBChunks];
-  size_t b_advance;  // kBK rows of B
+  static constexpr int kARowsPerPass = Cfg::kThreads / Cfg::kAChunksPerRow;
+  static constexpr int kBRowsPerPass = Cfg::kThreads / Cfg::kBChunksPerRow;
+  static_assert(kARowsPerPass % 8 == 0 && kBRowsPerPass % 8 == 0,
+                "a pass of the copies must cover whole periods of the swizzle (8 rows)");
 
-  __device__ TileCopier(bf16 const* A, int lda, bf16 const* B, int ldb, int m, int n, int block_row,
-                        int block_col)
-      : b_advance(static_cast<size_t>(Cfg::kBK) * ldb) {
-#pragma unroll
-    for (int i = 0; i < kAChunks; ++i) {
-      int const chunk = threadIdx.x + i * Cfg::kThreads;
-      int const row = chunk / Cfg::kAChunksPerRow;
-      int const col = (chunk % Cfg::kAChunksPerRow) * Cfg::kChunk;
-      bool const inside = block_row + row < m;
-      a_src[i] = A + (inside ? static_cast<size_t>(block_row + row) * lda : 0) + col;
-      a_dst[i] = 2 * swizzled_offset<Cfg::kAChunksPerRow>(row, col);
-      a_bytes[i] = inside ? 16 : 0;
-    }
-#pragma unroll
-    for (int i = 0; i < kBChunks; ++i) {
-      int const chunk = threadIdx.x + i * Cfg::kThreads;
-      int const row = chunk / Cfg::kBChunksPerRow;
-      int const col = (chunk % Cfg::kBChunksPerRow) * Cfg::kChunk;
-      int const valid = max(0, min(Cfg::kChunk, n - (block_col + col)));
-      b_src[i] = B + static_cast<size_t>(row) * ldb + (valid > 0 ? block_col + col : 0);
-      b_dst[i] = 2 * swizzled_offset<Cfg::kBChunksPerRow>(row, col);
-      b_bytes[i] = 2 * valid;
-    }
+  char const* a_src;  // this thread's chunk 0 of A in the next k tile (A itself if past m)
+  char const* b_src;  // and of B
+  unsigned lda;
+  unsigned ldb;
+  std::uint32_t a_dst;  // byte offset of chunk 0 in a stage's A tile
+  std::uint32_t b_dst;
+  int a_chunks_inside;  // chunks 0 .. a_chunks_inside - 1 lie in rows < m
+  int b_bytes;          // 16, fewer at B's right edge, 0 past it
+
+  __device__ LeanCopier(bf16 const* A, int lda_, bf16 const* B, int ldb_, int m, int n,
+                        int block_row, int block_col)
+      : lda(lda_), ldb(ldb_) {
+    int const a_row = threadIdx.x / Cfg::kAChunksPerRow;
+    int const a_col = (threadIdx.x % Cfg::kAChunksPerRow) * Cfg::kChunk;
+    int const rows_left = m - (block_row + a_row);
+    a_chunks_inside =
+        rows_left <= 0 ? 0 : min(kAChunks, (rows_left + kARowsPerPass - 1) / kARowsPerPass);
+    a_src = reinterpret_cast<char const*>(
+        rows_left > 0 ? A + static_cast<size_t>(block_row + a_row) * lda + a_col : A);
+    a_dst = 2 * swizzled_offset<Cfg::kAChunksPerRow>(a_row, a_col);
+
+    int const b_row = threadIdx.x / Cfg::kBChunksPerRow;
+    int const b_col = (threadIdx.x % Cfg::kBChunksPerRow) * Cfg::kChunk;
+    int const valid = max(0, min(Cfg::kChunk, n - (block_col + b_col)));
+    b_src = reinterpret_cast<char const*>(B + static_cast<size_t>(b_row) * ldb +
+                                          (valid > 0 ? block_col + b_col : 0));
+    b_bytes = 2 * valid;
+    b_dst = 2 * swizzled_offset<Cfg::kBChunksPerRow>(b_row, b_col);
   }
 
   // Copies the next full k tile into the stage at shared addresses a_stage, b_stage.
+  // kWholeBlock: the block lies inside A and B, every chunk is 16 bytes, no byte counts.
+  template <bool kWholeBlock>
   __device__ __forceinline__ void copy_and_advance(std::uint32_t a_stage, std::uint32_t b_stage) {
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
-      gemm::cp_async_16(a_stage + a_dst[i], a_src[i], a_bytes[i]);
-      a_src[i] += Cfg::kBK;
+      std::uint32_t const dst = a_stage + a_dst + i * kARowsPerPass * Cfg::kBK * 2;
+      char const* src = a_src + static_cast<size_t>(i * kARowsPerPass * 2) * lda;
+      if constexpr (kWholeBlock) {
+        gemm::cp_async_16(dst, src);
+      } else {
+        bool const inside = i < a_chunks_inside;
+        gemm::cp_async_16(dst, inside ? src : a_src, inside ? 16 : 0);
+      }
     }
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
-      gemm::cp_async_16(b_stage + b_dst[i], b_src[i], b_bytes[i]);
-      b_src[i] += b_advance;
+      std::uint32_t const dst = b_stage + b_dst + i * kBRowsPerPass * Cfg::kBN * 2;
+      char const* src = b_src + static_cast<size_t>(i * kBRowsPerPass * 2) * ldb;
+      if constexpr (kWholeBlock) {
+        gemm::cp_async_16(dst, src);
+      } else {
+        gemm::cp_async_16(dst, src, b_bytes);
+      }
+    }
+    a_src += Cfg::kBK * 2;
+    b_src += static_cast<size_t>(Cfg::kBK * 2) * ldb;
+  }
+
+  // The last k tile when K leaves it partial: k_left = k - k0 (0 < k_left < kBK) columns of A
+  // and rows of B remain. The same chunks with byte counts for K as well; a chunk with nothing
+  // to copy reads 0 bytes from A or B itself.
+  __device__ __forceinline__ void copy_partial(std::uint32_t a_stage, std::uint32_t b_stage,
+                                               int k_left, bf16 const* A, bf16 const* B) {
+    int const a_col = (threadIdx.x % Cfg::kAChunksPerRow) * Cfg::kChunk;
+    int const a_bytes = 2 * max(0, min(Cfg::kChunk, k_left - a_col));
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      std::uint32_t const dst = a_stage + a_dst + i * kARowsPerPass * Cfg::kBK * 2;
+      char const* src = a_src + static_cast<size_t>(i * kARowsPerPass * 2) * lda;
+      bool const copy = i < a_chunks_inside && a_bytes > 0;
+      gemm::cp_async_16(dst, copy ? src : reinterpret_cast<char const*>(A), copy ? a_bytes : 0);
+    }
+    int const b_row = threadIdx.x / Cfg::kBChunksPerRow;
+#pragma unroll
+    for (int i = 0; i < kBChunks; ++i) {
+      std::uint32_t const dst = b_stage + b_dst + i * kBRowsPerPass * Cfg::kBN * 2;
+      char const* src = b_src + static_cast<size_t>(i * kBRowsPerPass * 2) * ldb;
+      bool const copy = b_row + i * kBRowsPerPass < k_left;
+      gemm::cp_async_16(dst, copy ? src : reinterpret_cast<char const*>(B), copy ? b_bytes : 0);
     }
   }
 };
@@ -253,64 +277,92 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
 
   int const k_tiles = gemm::ceil_div(k, Cfg::kBK);
   int const full_tiles = k / Cfg::kBK;
-  TileCopier<Cfg> copier(A, lda, B, ldb, m, n, block_row, block_col);
-  // Starts the copies of k tile `tile` into `stage`: full tiles through the copier, a partial
-  // last tile (or every tile, on the unaligned path) through load_tile.
-  auto start_tile = [&](int tile, int stage) {
-    if (kAligned && tile < full_tiles) {
-      copier.copy_and_advance(a_shared + stage * kAStageBytes, b_shared + stage * kBStageBytes);
-    } else if (tile < k_tiles) {
-      load_tile<Cfg, kAligned>(a_tile(stage), b_tile(stage), A, lda, B, ldb, m, n, k, block_row,
-                               block_col, tile * Cfg::kBK);
-    }
-  };
+  LeanCopier<Cfg> copier(A, lda, B, ldb, m, n, block_row, block_col);
 
-  // Prologue: start the first kStages - 1 tiles. Every stage slot commits a group, empty or
-  // not, so that "wait until at most kStages - 2 groups are pending" always means "tile t is
-  // here".
-#pragma unroll
-  for (int s = 0; s < Cfg::kStages - 1; ++s) {
-    start_tile(s, s);
-    gemm::cp_async_commit();
-  }
-
-  for (int t = 0; t < k_tiles; ++t) {
-    gemm::cp_async_wait<Cfg::kStages - 2>();
-    // Tile t is visible to every warp, and every warp has finished tile t - 1, whose stage the
-    // copies below refill.
-    __syncthreads();
-    int const next = t + Cfg::kStages - 1;
-    start_tile(next, next % Cfg::kStages);
-    gemm::cp_async_commit();
-
-    int const stage = t % Cfg::kStages;
-    std::uint32_t const a_stage = a_shared + stage * kAStageBytes;
-    std::uint32_t const b_stage = b_shared + stage * kBStageBytes;
-    // Fragments in two register buffers: the ldmatrix of k step s + 1 are issued before the
-    // mma of step s, so their latency hides behind 32 mma instead of stalling the warp.
-    std::uint32_t a[2][Cfg::kTilesM][4];
-    std::uint32_t b[2][Cfg::kTilesN / 2][4];
-    auto load_fragments = [&](int s, int buffer) {
-#pragma unroll
-      for (int i = 0; i < Cfg::kTilesM; ++i)
-        gemm::ldmatrix_x4(a[buffer][i], a_stage + a_ldm[s] + i * 16 * Cfg::kBK * 2);
-#pragma unroll
-      for (int j = 0; j < Cfg::kTilesN / 2; ++j)
-        gemm::ldmatrix_x4_trans(b[buffer][j], b_stage + b_ldm[j] + s * 16 * Cfg::kBN * 2);
+  // The k loop, in two versions. kWholeBlock (a block inside A, B and C, aligned rows, K a
+  // multiple of kBK): every k tile goes through copy_and_advance<true>, no byte counts, no
+  // partial tile, one branch. Otherwise full tiles go through copy_and_advance<false>, a partial
+  // last tile through copy_partial, and on the unaligned path every tile through load_tile.
+  auto k_loop = [&](auto whole_block) {
+    constexpr bool kWholeBlock = decltype(whole_block)::value;
+    // Starts the copies of k tile `tile` into `stage`.
+    auto start_tile = [&](int tile, int stage) {
+      std::uint32_t const a_stage = a_shared + stage * kAStageBytes;
+      std::uint32_t const b_stage = b_shared + stage * kBStageBytes;
+      if constexpr (kWholeBlock) {
+        if (tile < k_tiles) copier.template copy_and_advance<true>(a_stage, b_stage);
+      } else if constexpr (kAligned) {
+        if (tile < full_tiles) {
+          copier.template copy_and_advance<false>(a_stage, b_stage);
+        } else if (tile < k_tiles) {
+          copier.copy_partial(a_stage, b_stage, k - tile * Cfg::kBK, A, B);
+        }
+      } else if (tile < k_tiles) {
+        load_tile<Cfg>(a_tile(stage), b_tile(stage), A, lda, B, ldb, m, n, k, block_row, block_col,
+                       tile * Cfg::kBK);
+      }
     };
-    load_fragments(0, 0);
+
+    // Prologue: start the first kStages - 1 tiles. Every stage slot commits a group, empty or
+    // not, so that "wait until at most kStages - 2 groups are pending" always means "tile t is
+    // here".
 #pragma unroll
-    for (int s = 0; s < kKSteps; ++s) {
-      if (s + 1 < kKSteps) load_fragments(s + 1, (s + 1) % 2);
-      int const f = s % 2;
+    for (int s = 0; s < Cfg::kStages - 1; ++s) {
+      start_tile(s, s);
+      gemm::cp_async_commit();
+    }
+
+    for (int t = 0; t < k_tiles; ++t) {
+      gemm::cp_async_wait<Cfg::kStages - 2>();
+      // Tile t is visible to every warp, and every warp has finished tile t - 1, whose stage the
+      // copies of tile t + kStages - 1 refill (after the first k step below).
+      __syncthreads();
+      int const next = t + Cfg::kStages - 1;
+
+      int const stage = t % Cfg::kStages;
+      std::uint32_t const a_stage = a_shared + stage * kAStageBytes;
+      std::uint32_t const b_stage = b_shared + stage * kBStageBytes;
+      // Fragments in two register buffers: the ldmatrix of k step s + 1 are issued before the
+      // mma of step s, so their latency hides behind 32 mma instead of stalling the warp.
+      std::uint32_t a[2][Cfg::kTilesM][4];
+      std::uint32_t b[2][Cfg::kTilesN / 2][4];
+      auto load_fragments = [&](int s, int buffer) {
 #pragma unroll
-      for (int i = 0; i < Cfg::kTilesM; ++i) {
+        for (int i = 0; i < Cfg::kTilesM; ++i)
+          gemm::ldmatrix_x4(a[buffer][i], a_stage + a_ldm[s] + i * 16 * Cfg::kBK * 2);
 #pragma unroll
-        for (int j = 0; j < Cfg::kTilesN; ++j)
-          gemm::mma_bf16_16816(acc[i][j], a[f][i], b[f][j / 2][(j % 2) * 2],
-                               b[f][j / 2][(j % 2) * 2 + 1]);
+        for (int j = 0; j < Cfg::kTilesN / 2; ++j)
+          gemm::ldmatrix_x4_trans(b[buffer][j], b_stage + b_ldm[j] + s * 16 * Cfg::kBN * 2);
+      };
+      load_fragments(0, 0);
+#pragma unroll
+      for (int s = 0; s < kKSteps; ++s) {
+        if (s + 1 < kKSteps) load_fragments(s + 1, (s + 1) % 2);
+        int const f = s % 2;
+#pragma unroll
+        for (int i = 0; i < Cfg::kTilesM; ++i) {
+#pragma unroll
+          for (int j = 0; j < Cfg::kTilesN; ++j)
+            gemm::mma_bf16_16816(acc[i][j], a[f][i], b[f][j / 2][(j % 2) * 2],
+                                 b[f][j / 2][(j % 2) * 2 + 1]);
+        }
+        // The copies of tile `next` go out behind the first k step's mma.sync, not in front
+        // of them: right after the barrier every warp of the block would otherwise spend its
+        // first issue slots on copies and addresses while the tensor pipe waits (measured:
+        // 0.4-3% faster at 4096^3 and 8192^3).
+        if (s == 0) {
+          start_tile(next, next % Cfg::kStages);
+          gemm::cp_async_commit();
+        }
       }
     }
+  };
+  bool const whole_block =
+      kAligned && block_row + Cfg::kBM <= m && block_col + Cfg::kBN <= n && k % Cfg::kBK == 0;
+  if (whole_block) {
+    k_loop(std::true_type{});
+  } else {
+    k_loop(std::false_type{});
   }
   gemm::cp_async_wait<0>();  // nothing may be in flight when the block exits
 
