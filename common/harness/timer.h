@@ -1,5 +1,9 @@
 // Timing with CUDA events: the time between two events recorded on the stream around the work,
-// measured by the GPU itself, so host-side launch overhead and clock reads stay out of it.
+// measured by the GPU itself, so host clock reads stay out of it. The stream is idle when the
+// first event is recorded, so host work inside the call before and between its launches (a
+// workspace, a tensor map, a launch itself) counts wherever it leaves the GPU waiting, as it would
+// for a caller of the GEMM (section 11 of docs/results/split_k_tail_development_h100_2026-11-24.txt
+// measures such gaps with events between the launches).
 #pragma once
 
 #include <cuda_runtime.h>
