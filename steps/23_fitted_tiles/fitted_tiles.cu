@@ -356,12 +356,12 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
         }
       }
 
-      // The epilogue: 64 rows of C at a time into a swizzled staging buffer (rows of 128 bytes:
-      // this consumer's 64 columns), then out. In the accumulators, block j of 8 floats-columns
-      // is 8 rows of C: floats 4 j, 4 j + 1 are rows 8 j + t2, + 1 of column 16 warp + g, and
-      // floats 4 j + 2, 4 j + 3 the same rows of column 16 warp + g + 8. As an mma fragment each
-      // pair is one 8 x 8 matrix with C's columns as rows: stmatrix .trans writes it back as 8
-      // rows of C, each 8 columns (16 bytes) long.
+      // The epilogue: kGroupRows rows of C at a time into a swizzled staging buffer (rows of 128
+      // bytes: this consumer's 64 columns), then out. The accumulators' 8-column block j (of
+      // wgmma's N) is 8 rows of C: floats 4 j, 4 j + 1 are rows 8 j + t2, + 1 of column
+      // 16 warp + g, and floats 4 j + 2, 4 j + 3 the same rows of column 16 warp + g + 8. Packed
+      // in pairs, each half is one 8 x 8 mma fragment with C's columns as its rows: stmatrix
+      // .trans writes it back as 8 rows of C, each 8 columns (16 bytes) long.
       int const first_row = tile_m * kBM;
       int const first_col = tile_n * kBN + consumer * kBoxN;
       int const matrix = lane / 8;      // this lane addresses a row of matrix `matrix` of each x4:

@@ -1,0 +1,717 @@
+// Exercise: step 23, tiles that fit the shape. One TODO block in the epilogue: where each lane
+// points stmatrix .trans, which writes the accumulators (C^T) back to shared memory as rows of C.
+// The placeholder compiles and sends the second 8-row block of every x4 onto the first, so half
+// of every tile's rows are never written: every shape fails its check (the NaN poison shows).
+// The README's exercises take the transposition and the tile model apart. Build and test:
+// docs/teaching.md ("Exercise mode").
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "async_copy.cuh"
+#include "cuda_check.h"
+#include "device_helpers.cuh"
+#include "gemm.h"
+#include "hopper.cuh"
+#include "tensor_map.h"
+#include "workspace.h"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace gemm::hopper;
+
+constexpr int kBK = 64;
+constexpr int kClusterSize = 2;
+constexpr int kGroupM = 4;
+constexpr int kBoxN = 64;       // B boxes, and the columns of the pieces of C the epilogue stores
+constexpr int kPieceRows = 16;  // rows of one TMA store of C: kBM is a multiple of 16
+constexpr int kGroupRows = 32;  // rows of C a consumer stages at a time (2 pieces, 4 KB)
+constexpr int kWgmmaK = 16;
+constexpr int kProducerRegisters = 40;
+constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
+
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;
+constexpr std::uint32_t kGroupBytes = kGroupRows * kBoxN * 2;  // 4 KB
+constexpr std::uint32_t kPieceBytes = kPieceRows * kBoxN * 2;  // 2 KB
+
+// How C is written. kTmaStore needs C to be a legal TMA operand (16-byte-aligned rows); the
+// others store from the staging buffers with ordinary stores, in pairs when C's rows are 4-byte
+// aligned.
+enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
+
+// Everything that follows from the tile height kBM and the number of consumers (each 64 columns).
+template <int kBM, int kConsumers>
+struct Tile {
+  static constexpr int kBN = 64 * kConsumers;  // a block's columns: one box of B per consumer
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  // setmaxnreg: what the producer gives up goes to the consumers (multiples of 8, 64K in all).
+  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 152;
+  static constexpr std::uint32_t kABytes = kBM * kBK * 2;  // a multiple of 1024: kBM % 8 == 0
+  static constexpr std::uint32_t kBBytes = kBBoxBytes * kConsumers;
+  static constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
+  // Each consumer stages C in two 4 KB buffers: it fills one while TMA still reads the other.
+  static constexpr std::uint32_t kStagingBytes = kConsumers * 2 * kGroupBytes;
+  // As many stages as fit beside the staging buffers.
+  static constexpr int kStages = std::min<int>(
+      6, (kMaxSharedBytes - 1024 - kStagingBytes - 6 * 16) / static_cast<int>(kStageBytes));
+  static constexpr int kSharedBytes =
+      1024 + kStages * kStageBytes + kStagingBytes + 2 * kStages * 8;
+  static constexpr int kGroups = (kBM + kGroupRows - 1) / kGroupRows;
+  static_assert(kBM % kPieceRows == 0 && kBM >= 128 && kBM <= 256,
+                "wgmma N (here kBM): a multiple of 16 from 128 to 256");
+  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
+                "the registers of one block per SM");
+};
+
+// acc (this consumer's 64 columns x kBM rows of C, as C^T) += the 64 x 16 tile of B^T at `a`
+// times the 16 x kBM tile of A^T at `b`.
+template <int kBM>
+__device__ __forceinline__ void wgmma_bf16(float (&acc)[kBM / 2], std::uint64_t a,
+                                           std::uint64_t b) {
+  if constexpr (kBM == 256) wgmma_transposed_m64n256k16_bf16(acc, a, b);
+  if constexpr (kBM == 240) wgmma_transposed_m64n240k16_bf16(acc, a, b);
+  if constexpr (kBM == 224) wgmma_transposed_m64n224k16_bf16(acc, a, b);
+  if constexpr (kBM == 208) wgmma_transposed_m64n208k16_bf16(acc, a, b);
+  if constexpr (kBM == 192) wgmma_transposed_m64n192k16_bf16(acc, a, b);
+  if constexpr (kBM == 176) wgmma_transposed_m64n176k16_bf16(acc, a, b);
+  if constexpr (kBM == 160) wgmma_transposed_m64n160k16_bf16(acc, a, b);
+  if constexpr (kBM == 144) wgmma_transposed_m64n144k16_bf16(acc, a, b);
+  if constexpr (kBM == 128) wgmma_transposed_m64n128k16_bf16(acc, a, b);
+}
+
+// wgmma's A: consumer c's box of B, k rows kk * 16 .. + 15, M-major (64 columns of 128 bytes per
+// k row, the swizzle atom; 8 k rows 1024 bytes apart). wgmma's B: all kBM rows of A's tile, K-major
+// (the next 16 k are 32 bytes further along each 128-byte row; 8 rows 1024 bytes apart).
+__device__ __forceinline__ std::uint64_t b_box_descriptor(std::uint32_t b_stage, int consumer,
+                                                          int kk) {
+  return swizzle128_descriptor(b_stage + consumer * kBBoxBytes + kk * kWgmmaK * 128, kBBoxBytes,
+                               1024);
+}
+__device__ __forceinline__ std::uint64_t a_tile_descriptor(std::uint32_t a_stage, int kk) {
+  return swizzle128_descriptor(a_stage + kk * kWgmmaK * 2, 16, 1024);
+}
+
+// Stores four 8 x 8 bf16 matrices, each held as one register per thread in the mma fragment
+// layout (thread t: row t / 4, columns 2 (t % 4), + 1), transposed: lane l gives the shared
+// address of row l % 8 of matrix l / 8 of the result, i.e. of column l % 8 of the fragment.
+__device__ __forceinline__ void stmatrix_x4_trans(std::uint32_t address, std::uint32_t r0,
+                                                  std::uint32_t r1, std::uint32_t r2,
+                                                  std::uint32_t r3) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address),
+      "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+      : "memory");
+}
+
+// alpha * acc + beta * C[row][col] as bf16, reading C only when beta != 0 and only inside the
+// matrix (the pieces of C staged for a TMA store may overhang it; TMA clips what lies outside).
+__device__ __forceinline__ float scaled(bf16 const* C, int ldc, int row, int col, int m, int n,
+                                        float acc, float alpha, float beta) {
+  float value = alpha * acc;
+  if (beta != 0.0f && row < m && col < n) {
+    value += beta * __bfloat162float(C[static_cast<size_t>(row) * ldc + col]);
+  }
+  return value;
+}
+
+// Two bf16 in one register, `low` in the low half (the lower column of an mma fragment).
+__device__ __forceinline__ std::uint32_t packed(float low, float high) {
+  __nv_bfloat162 const pair = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<std::uint32_t const*>(&pair);
+}
+
+// --- the schedule -------------------------------------------------------------------------------
+
+// Which k tiles of which cluster tile each cluster computes. Cluster tiles 0 .. dp_tiles - 1 are
+// done whole, tile t by cluster t % G (G clusters). Each of the tail_tiles tiles after them is cut
+// into `splits` slices of K: slice j of tail tile r is done by cluster r x splits + j. Without a
+// split, tail_tiles is 0 and splits 1.
+struct Schedule {
+  int clusters;    // G
+  int k_tiles;     // k tiles per tile
+  int dp_tiles;    // tiles done whole, by one cluster each
+  int tail_tiles;  // R: tiles cut into slices
+  int splits;      // s: slices per tail tile
+};
+
+// One piece of work: k tiles [k_begin, k_end) of cluster tile `tile`; `tail_tile` is the tile's
+// index among the tail tiles for a slice, -1 for a whole tile.
+struct Unit {
+  int tile;
+  int k_begin;
+  int k_end;
+  int tail_tile;
+};
+
+// The index-th unit of `cluster`, or false when it has no more: its data-parallel tiles first,
+// then at most one slice. Producer and consumers walk the same list.
+__device__ __forceinline__ bool unit_of(Schedule const& s, int cluster, int index, Unit& unit) {
+  int const dp_units =
+      cluster < s.dp_tiles ? (s.dp_tiles - cluster + s.clusters - 1) / s.clusters : 0;
+  if (index < dp_units) {
+    unit = {cluster + index * s.clusters, 0, s.k_tiles, -1};
+    return true;
+  }
+  if (index > dp_units || cluster >= s.tail_tiles * s.splits) return false;
+  int const r = cluster / s.splits;
+  int const j = cluster % s.splits;
+  unit = {s.dp_tiles + r, j * s.k_tiles / s.splits, (j + 1) * s.k_tiles / s.splits, r};
+  return true;
+}
+
+// Counts one more finished slice on a tail tile's counter and returns how many had finished
+// before. The thread that calls it has just passed a named barrier with its warpgroup, after the
+// warpgroup stored its partial sums: the first fence makes those stores visible at GPU scope
+// before the count; the second makes what the other slices stored before their counts visible
+// to this warpgroup's loads after its next named barrier (CUTLASS's generic barrier works the
+// same way).
+__device__ __forceinline__ int count_finished_slice(int* counter) {
+  int before = 0;
+  asm volatile(
+      "fence.acq_rel.gpu;\n"
+      "atom.relaxed.gpu.global.add.s32 %0, [%1], 1;\n"
+      "fence.acq_rel.gpu;\n"
+      : "=r"(before)
+      : "l"(counter)
+      : "memory");
+  return before;
+}
+
+template <int kBM, int kConsumers, Epilogue kEpilogue>
+__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
+    fitted_tiles_kernel(const __grid_constant__ CUtensorMap a_map,
+                        const __grid_constant__ CUtensorMap b_map,
+                        const __grid_constant__ CUtensorMap c_map, int m, int n, float alpha,
+                        float beta, bf16* __restrict__ C, int ldc, Schedule const schedule,
+                        float* __restrict__ partials, int* __restrict__ counters) {
+  using T = Tile<kBM, kConsumers>;
+  constexpr int kStages = T::kStages;
+  constexpr int kBN = T::kBN;
+  extern __shared__ unsigned char shared_bytes[];
+  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
+  unsigned char* const shared_pointer =
+      shared_bytes + (shared_base - gemm::shared_address(shared_bytes));
+  auto a_stage = [&](int stage) { return shared_base + stage * T::kStageBytes; };
+  auto b_stage = [&](int stage) { return shared_base + stage * T::kStageBytes + T::kABytes; };
+  std::uint32_t const staging = shared_base + kStages * T::kStageBytes;  // 1024-byte aligned
+  std::uint32_t const barriers = staging + T::kStagingBytes;
+  auto full = [&](int stage) { return barriers + stage * 8; };
+  auto empty = [&](int stage) { return barriers + (kStages + stage) * 8; };
+
+  unsigned const rank = cluster_block_rank();
+  int const tiles_m = gemm::ceil_div(m, kBM);
+  int const pair_rows = gemm::ceil_div(tiles_m, kClusterSize);
+  int const tiles_n = gemm::ceil_div(n, kBN);
+  int const cluster = blockIdx.x / kClusterSize;
+  int const warpgroup = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) {
+      mbarrier_init(full(stage), 1);
+      mbarrier_init(empty(stage), 4 * kConsumers * kClusterSize);
+    }
+    fence_barrier_init();
+  }
+  cluster_sync();
+
+  if (warpgroup == 0) {
+    // --- producer: step 22's, with A's box kBM rows tall --------------------------------------
+    release_registers<kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      int load = 0;
+      Unit unit{};
+      for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
+        int pair_m = 0;
+        int tile_n = 0;
+        gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+        int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+        for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
+          int const stage = load % kStages;
+          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
+          mbarrier_arrive_expect_bytes(full(stage), T::kStageBytes);
+          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
+          for (int box = static_cast<int>(rank); box < kConsumers; box += kClusterSize) {
+            tma_load_2d_multicast(b_stage(stage) + box * kBBoxBytes, &b_map,
+                                  tile_n * kBN + box * kBoxN, k_tile * kBK, full(stage),
+                                  (1u << kClusterSize) - 1);
+          }
+        }
+      }
+    }
+  } else {
+    // --- consumers --------------------------------------------------------------------------
+    claim_registers<T::kConsumerRegisters>();
+    int const consumer = warpgroup - 1;
+    int const thread = threadIdx.x % 128;
+    int const lane = threadIdx.x % 32;
+    int const warp = (threadIdx.x / 32) % 4;
+    int const g = lane / 4;
+    int const t2 = (lane % 4) * 2;
+    bool const leader = thread == 0;  // issues the TMA stores, counts the slices
+    int const barrier_id = 1 + consumer;
+    auto release = [&](int stage) {
+      for (unsigned block = 0; block < kClusterSize; ++block) {
+        mbarrier_arrive_cluster(empty(stage), block);
+      }
+    };
+    // This consumer's slot of cluster c's partial sums (step 22): kBM / 2 floats per thread.
+    auto slot = [&](int c) {
+      std::size_t const index = (static_cast<std::size_t>(c) * kClusterSize + rank) * kConsumers +
+                                static_cast<std::size_t>(consumer);
+      return reinterpret_cast<float4*>(partials + index * 128 * (kBM / 2));
+    };
+    __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
+    int load = 0;
+    int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
+    Unit unit{};
+    for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
+      int pair_m = 0;
+      int tile_n = 0;
+      gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+      int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+      // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
+      float acc[kBM / 2];
+#pragma unroll
+      for (int i = 0; i < kBM / 2; ++i)
+        acc[i] = 0.0f;
+      for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
+        int const stage = load % kStages;
+        mbarrier_wait(full(stage), (load / kStages) % 2);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+          wgmma_bf16<kBM>(acc, b_box_descriptor(b_stage(stage), consumer, kk),
+                          a_tile_descriptor(a_stage(stage), kk));
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (k_tile > unit.k_begin && lane == 0) release((load - 1) % kStages);
+      }
+      wgmma_wait<0>();
+      if (lane == 0) release((load - 1) % kStages);
+
+      if (unit.tail_tile >= 0) {
+        // A slice of a tail tile (step 22): hand the partial sums over and count the slice done;
+        // the last slice of the tile to finish adds all of them up, in slice order.
+        float4* const out = slot(cluster);
+#pragma unroll
+        for (int i = 0; i < kBM / 8; ++i) {
+          __stcg(out + i * 128 + thread,
+                 make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+        }
+        named_barrier_sync(barrier_id, 128);
+        if (leader) {
+          int* const counter =
+              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+          last_slice[consumer] = count_finished_slice(counter) == schedule.splits - 1;
+        }
+        named_barrier_sync(barrier_id, 128);
+        if (!last_slice[consumer]) continue;
+        int const first_cluster = unit.tail_tile * schedule.splits;
+        float4 const* const first = slot(first_cluster);
+#pragma unroll
+        for (int i = 0; i < kBM / 8; ++i) {
+          float4 const part = __ldcg(first + i * 128 + thread);
+          acc[4 * i] = part.x;
+          acc[4 * i + 1] = part.y;
+          acc[4 * i + 2] = part.z;
+          acc[4 * i + 3] = part.w;
+        }
+        for (int j = 1; j < schedule.splits; ++j) {
+          float4 const* const in = slot(first_cluster + j);
+#pragma unroll
+          for (int i = 0; i < kBM / 8; ++i) {
+            float4 const part = __ldcg(in + i * 128 + thread);
+            acc[4 * i] += part.x;
+            acc[4 * i + 1] += part.y;
+            acc[4 * i + 2] += part.z;
+            acc[4 * i + 3] += part.w;
+          }
+        }
+      }
+
+      // The epilogue: kGroupRows rows of C at a time into a swizzled staging buffer (rows of 128
+      // bytes: this consumer's 64 columns), then out. The accumulators' 8-column block j (of
+      // wgmma's N) is 8 rows of C: floats 4 j, 4 j + 1 are rows 8 j + t2, + 1 of column
+      // 16 warp + g, and floats 4 j + 2, 4 j + 3 the same rows of column 16 warp + g + 8. Packed
+      // in pairs, each half is one 8 x 8 mma fragment with C's columns as its rows: stmatrix
+      // .trans writes it back as 8 rows of C, each 8 columns (16 bytes) long.
+      int const first_row = tile_m * kBM;
+      int const first_col = tile_n * kBN + consumer * kBoxN;
+      int const matrix = lane / 8;      // this lane addresses a row of matrix `matrix` of each x4:
+      int const matrix_row = lane % 8;  // row matrix_row of 8-row block jj * 2 + matrix / 2,
+      int const chunk = 2 * warp + matrix % 2;  // in the 16-byte chunk of columns 8 chunk .. + 7
+#pragma unroll
+      for (int group = 0; group < T::kGroups; ++group, ++groups) {
+        constexpr int kLastRows = kBM - (T::kGroups - 1) * kGroupRows;
+        int const rows = group + 1 < T::kGroups ? kGroupRows : kLastRows;
+        std::uint32_t const buffer = staging + (consumer * 2 + groups % 2) * kGroupBytes;
+        if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group_read<1>();
+        named_barrier_sync(barrier_id, 128);
+#pragma unroll
+        for (int jj = 0; jj < kGroupRows / 16; ++jj) {
+          if (jj * 16 >= rows) break;
+          std::uint32_t r[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            int const j = group * (kGroupRows / 8) + jj * 2 + i / 2;  // accumulators' 8-row block
+            int const half = i % 2;
+            int const row = first_row + 8 * j + t2;
+            int const col = first_col + 16 * warp + 8 * half + g;
+            r[i] =
+                packed(scaled(C, ldc, row, col, m, n, acc[4 * j + 2 * half], alpha, beta),
+                       scaled(C, ldc, row + 1, col, m, n, acc[4 * j + 2 * half + 1], alpha, beta));
+          }
+          // TODO(student): the row of the staging buffer (0 .. kGroupRows - 1) whose 16-byte
+          // chunk `chunk` this lane addresses: lane l gives row l % 8 of matrix l / 8 of the x4,
+          // and matrices 0 and 1 are the accumulators' 8-row block jj * 2 of this group (r[0],
+          // r[1] above), matrices 2 and 3 the block jj * 2 + 1
+          int const group_row = 16 * jj + matrix_row;  // placeholder: both blocks on the first
+          // END TODO
+          stmatrix_x4_trans(buffer + group_row * 128 + ((chunk ^ (group_row % 8)) * 16), r[0], r[1],
+                            r[2], r[3]);
+        }
+        if constexpr (kEpilogue == Epilogue::kTmaStore) {
+          fence_proxy_async_shared();
+          named_barrier_sync(barrier_id, 128);
+          if (leader) {
+            for (int piece = 0; piece < rows / kPieceRows; ++piece) {
+              tma_store_2d(&c_map, buffer + piece * kPieceBytes, first_col,
+                           first_row + group * kGroupRows + piece * kPieceRows);
+            }
+            bulk_commit_group();
+          }
+        } else {
+          // C's rows are not 16-byte aligned: each thread copies 16-byte chunks of the buffer
+          // to C with 4-byte (pairs) or 2-byte stores, inside C only.
+          named_barrier_sync(barrier_id, 128);
+          unsigned char const* const buffer_pointer = shared_pointer + (buffer - shared_base);
+          for (int c = thread; c < rows * 8; c += 128) {
+            int const group_row = c / 8;
+            int const row = first_row + group * kGroupRows + group_row;
+            int const col = first_col + (c % 8) * 8;
+            if (row >= m || col >= n) continue;
+            uint4 const chunk_value = *reinterpret_cast<uint4 const*>(
+                buffer_pointer + group_row * 128 + (((c % 8) ^ (group_row % 8)) * 16));
+            bf16 const* const values = reinterpret_cast<bf16 const*>(&chunk_value);
+            bf16* const out = C + static_cast<size_t>(row) * ldc + col;
+#pragma unroll
+            for (int e = 0; e < 8; e += 2) {
+              if (col + e + 1 < n && kEpilogue == Epilogue::kPairStores) {
+                *reinterpret_cast<__nv_bfloat162*>(out + e) =
+                    __halves2bfloat162(values[e], values[e + 1]);
+              } else {
+                if (col + e < n) out[e] = values[e];
+                if (col + e + 1 < n) out[e + 1] = values[e + 1];
+              }
+            }
+          }
+        }
+      }
+    }
+    // The last stores must have landed before the kernel ends.
+    if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group<0>();
+  }
+  cluster_sync();
+}
+
+// --- operands ----------------------------------------------------------------------------------
+
+// The unsigned integer type of `kBytes` bytes.
+template <int kBytes>
+using Piece = std::conditional_t<
+    kBytes == 16, uint4,
+    std::conditional_t<kBytes == 8, uint2,
+                       std::conditional_t<kBytes == 4, unsigned, unsigned short>>>;
+
+// Copies rows x cols of `source` (any ld, any 2-byte alignment) to `destination`, whose rows are
+// 128-byte aligned: each thread writes 8 elements with one 16-byte store. It reads them with the
+// widest loads the source rows allow (kLoadBytes: 16, 8, 4 or 2; step 21 had only 16 or 2). At
+// 4096x4100x4096 B's rows are 8-byte aligned: 2 loads per thread instead of 8 took the copy from
+// 21.5-22.3 us to 20.2-21.7 us (Nsight Compute, docs/results), a little, as it is bound by
+// memory either way. The last chunk of a row is read element by element.
+template <int kLoadBytes>
+__global__ void copy_to_aligned_kernel(bf16 const* __restrict__ source, long long source_ld,
+                                       bf16* __restrict__ destination, long long destination_ld,
+                                       int rows, int cols) {
+  constexpr int kLoads = 16 / kLoadBytes;
+  int const col = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+  if (col >= cols) return;
+  for (int row = blockIdx.y; row < rows; row += gridDim.y) {
+    bf16 const* in = source + row * source_ld + col;
+    uint4 packed;
+    if (col + 8 <= cols) {
+      union {
+        uint4 whole;
+        Piece<kLoadBytes> pieces[kLoads];
+      } chunk;
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i)
+        chunk.pieces[i] = reinterpret_cast<Piece<kLoadBytes> const*>(in)[i];
+      packed = chunk.whole;
+    } else {
+      bf16 values[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        values[i] = col + i < cols ? in[i] : __float2bfloat16(0.0f);
+      packed = *reinterpret_cast<uint4 const*>(values);
+    }
+    *reinterpret_cast<uint4*>(destination + row * destination_ld + col) = packed;
+  }
+}
+
+// An operand as the kernel reads it: the caller's matrix, or an aligned copy of it in a
+// stream-ordered workspace (released, stream-ordered, with the operand).
+class AlignedOperand {
+ public:
+  AlignedOperand(bf16 const* data, int rows, int cols, int ld, bool copy, cudaStream_t stream)
+      : data_(data), ld_(ld) {
+    if (!copy) return;
+    ld_ = (static_cast<long long>(cols) + 63) / 64 * 64;  // a 128-byte pitch
+    copy_ =
+        std::make_unique<gemm::StreamWorkspace>(static_cast<std::size_t>(rows) * ld_ * 2, stream);
+    bf16* const destination = copy_->get<bf16>();
+    constexpr int kCopyThreads = 128;
+    dim3 const grid(gemm::ceil_div(gemm::ceil_div(cols, 8), kCopyThreads),
+                    static_cast<unsigned>(std::min(rows, 65535)));
+    auto const run = [&](auto kernel) {
+      kernel<<<grid, kCopyThreads, 0, stream>>>(data, ld, destination, ld_, rows, cols);
+    };
+    if (gemm::rows_are_aligned<16>(data, ld)) {
+      run(copy_to_aligned_kernel<16>);
+    } else if (gemm::rows_are_aligned<8>(data, ld)) {
+      run(copy_to_aligned_kernel<8>);
+    } else if (gemm::rows_are_aligned<4>(data, ld)) {
+      run(copy_to_aligned_kernel<4>);
+    } else {
+      run(copy_to_aligned_kernel<2>);
+    }
+    gemm::check_cuda(cudaGetLastError(), "bf16_gemm: operand copy");
+    data_ = destination;
+  }
+  bf16 const* data() const { return data_; }
+  long long ld() const { return ld_; }
+
+ private:
+  bf16 const* data_;
+  long long ld_;
+  std::unique_ptr<gemm::StreamWorkspace> copy_;
+};
+
+// TMA must have 16-byte-aligned rows: an operand without them is always copied. A legal pitch
+// that is not a multiple of 128 bytes (ld 4104) is read slowly. Step 21 copied such an A only for
+// tiles narrower than 256 columns (with lda 4104 alone, 256-column tiles kept 98% of the aligned
+// speed); at 4104^3, where B and C have that pitch too, 256-column tiles ran 0.306 ms without the
+// copy and 0.264 ms with it (docs/results), so here A is copied whatever the width. The copy,
+// which reads and writes m k elements, pays when it is small next to the 2 m n k FLOPs: n >= 4096
+// keeps it near a tenth. B's pitch cost 5% at most in step 21's measurements: never worth its
+// copy.
+bool must_copy(bf16 const* data, int ld) {
+  return !gemm::rows_are_16_byte_aligned(data, ld);
+}
+bool should_copy_a(bf16 const* A, int lda, int n) {
+  bool const pitch_128 = static_cast<long long>(lda) * 2 % 128 == 0;
+  return must_copy(A, lda) || (!pitch_128 && n >= 4096);
+}
+
+// --- the plan: tile height and schedule --------------------------------------------------------
+
+// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
+// saves.
+constexpr int kMinSliceKTiles = 4;
+
+// What a split costs beyond its share of the work, in k tiles (step 22).
+constexpr double kSplitOverheadKTiles = 8.0;
+
+// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
+// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
+double rounds(Schedule const& s) {
+  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
+  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
+         kSplitOverheadKTiles / s.k_tiles;
+}
+
+// A block tile: `height` rows (wgmma's N) by 64 columns per consumer.
+struct TileShape {
+  int height;
+  int consumers;
+};
+
+// How the cluster tiles (2 x height rows, 64 x consumers columns) are shared among `clusters`
+// resident clusters: the tiles that fill whole rounds data-parallel, and the rest split along K
+// where the model says that is faster than a last round of whole tiles.
+Schedule make_schedule(int m, int n, int k, TileShape shape, int clusters) {
+  long long const tiles =
+      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, shape.height), kClusterSize)) *
+      gemm::ceil_div(n, 64 * shape.consumers);
+  int const k_tiles = gemm::ceil_div(k, kBK);
+  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
+                               static_cast<int>(tiles), 0, 1};
+  int const left_over = static_cast<int>(tiles % clusters);
+  if (left_over == 0) return data_parallel;
+  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
+  if (splits < 2) return data_parallel;
+  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
+  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
+}
+
+// The tiles this step is built for: with two consumers (128 columns) every height from 128 to
+// 256 in steps of 16; with three (192 columns) up to 192. With 512 threads ptxas compiles the
+// whole kernel for 128 registers per thread (setmaxnreg moves registers only at run time): 96
+// accumulators and the addresses around them fit, the 104 of a 208-row tile do not (C7602).
+constexpr TileShape kShapes[] = {{256, 2}, {240, 2}, {224, 2}, {208, 2}, {192, 2},
+                                 {176, 2}, {160, 2}, {144, 2}, {128, 2}, {192, 3},
+                                 {176, 3}, {160, 3}, {144, 3}, {128, 3}};
+
+// Step 21's model in two dimensions: rounds times the tile's area, each side with an overhead
+// worth 32 rows or columns (the epilogue, and the lower efficiency of smaller wgmma).
+TileShape choose_tile(int m, int n, int k, int clusters) {
+  TileShape best = kShapes[0];
+  double best_cost = -1.0;
+  for (TileShape const shape : kShapes) {
+    double const cost = rounds(make_schedule(m, n, k, shape, clusters)) * (shape.height + 32) *
+                        (64 * shape.consumers + 32);
+    if (best_cost < 0.0 || cost < best_cost) {
+      best_cost = cost;
+      best = shape;
+    }
+  }
+  return best;
+}
+
+// How many clusters of this kernel fit the GPU at once (66 on the H100): the G of the schedule.
+// (Correctness does not depend on it: no cluster waits for another, so a grid that does not fit
+// at once, beside another kernel, only runs longer.)
+template <class Kernel>
+int resident_clusters(Kernel kernel, int threads, int shared_bytes) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kClusterSize, 1, 1);
+  config.blockDim = dim3(threads, 1, 1);
+  config.dynamicSmemBytes = shared_bytes;
+  int clusters = 0;
+  gemm::check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+                   "cudaOccupancyMaxActiveClusters");
+  if (clusters < 1) throw std::runtime_error("bf16_gemm: no cluster of 2 blocks fits this GPU");
+  return clusters;
+}
+
+template <int kBM, int kConsumers, Epilogue kEpilogue>
+void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
+            int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  using T = Tile<kBM, kConsumers>;
+  auto const kernel = fitted_tiles_kernel<kBM, kConsumers, kEpilogue>;
+  static cudaError_t const opt_in =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes);
+  if (opt_in != cudaSuccess) {
+    throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
+                             std::to_string(T::kSharedBytes) + " bytes of shared memory (" +
+                             cudaGetErrorString(opt_in) + ")");
+  }
+  static int const resident = resident_clusters(kernel, T::kThreads, T::kSharedBytes);
+  Schedule const schedule = make_schedule(m, n, k, {kBM, kConsumers}, resident);
+  // The split's workspace (step 22): one slot of partial sums per cluster, block and consumer,
+  // and a counter per tail tile, block and consumer, cleared on the stream before the kernel.
+  std::unique_ptr<gemm::StreamWorkspace> workspace;
+  float* partials = nullptr;
+  int* counters = nullptr;
+  if (schedule.tail_tiles > 0) {
+    std::size_t const slots =
+        static_cast<std::size_t>(schedule.clusters) * kClusterSize * kConsumers;
+    std::size_t const partial_bytes = slots * 128 * (kBM / 2) * sizeof(float);
+    std::size_t const counter_bytes =
+        static_cast<std::size_t>(schedule.tail_tiles) * kClusterSize * kConsumers * sizeof(int);
+    workspace = std::make_unique<gemm::StreamWorkspace>(partial_bytes + counter_bytes, stream);
+    partials = workspace->get<float>();
+    counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
+    gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
+  }
+  kernel<<<static_cast<unsigned>(schedule.clusters * kClusterSize), T::kThreads, T::kSharedBytes,
+           stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
+}
+
+template <int kBM, int kConsumers>
+void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
+                  CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
+                  int ldc, cudaStream_t stream) {
+  switch (epilogue) {
+    case Epilogue::kTmaStore:
+      return launch<kBM, kConsumers, Epilogue::kTmaStore>(a_map, b_map, c_map, m, n, k, alpha, beta,
+                                                          C, ldc, stream);
+    case Epilogue::kPairStores:
+      return launch<kBM, kConsumers, Epilogue::kPairStores>(a_map, b_map, c_map, m, n, k, alpha,
+                                                            beta, C, ldc, stream);
+    case Epilogue::kSingleStores:
+      return launch<kBM, kConsumers, Epilogue::kSingleStores>(a_map, b_map, c_map, m, n, k, alpha,
+                                                              beta, C, ldc, stream);
+  }
+}
+
+// The GEMM with block tiles of `shape` (one of kShapes).
+void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
+                    bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  AlignedOperand const a(A, m, k, lda, should_copy_a(A, lda, n), stream);
+  AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
+  // A's box is a whole block tile (shape.height rows, at most 256: TMA's limit); C's a piece.
+  CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), shape.height, kBK);
+  CUtensorMap const b_map = gemm::make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
+  Epilogue epilogue = Epilogue::kSingleStores;
+  CUtensorMap c_map{};  // unused by the direct-store kernels
+  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 21).
+  if (gemm::rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
+    epilogue = Epilogue::kTmaStore;
+    c_map = gemm::make_bf16_tensor_map(C, m, n, ldc, kPieceRows, kBoxN);
+  } else if (gemm::rows_are_aligned<4>(C, ldc)) {
+    epilogue = Epilogue::kPairStores;
+  }
+  auto const run = [&](auto kHeight, auto kConsumers) {
+    if (shape.height == kHeight() && shape.consumers == kConsumers()) {
+      launch_shape<kHeight(), kConsumers()>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C,
+                                            ldc, stream);
+    }
+  };
+  using Two = std::integral_constant<int, 2>;
+  using Three = std::integral_constant<int, 3>;
+  run(std::integral_constant<int, 256>{}, Two{});
+  run(std::integral_constant<int, 240>{}, Two{});
+  run(std::integral_constant<int, 224>{}, Two{});
+  run(std::integral_constant<int, 208>{}, Two{});
+  run(std::integral_constant<int, 192>{}, Two{});
+  run(std::integral_constant<int, 176>{}, Two{});
+  run(std::integral_constant<int, 160>{}, Two{});
+  run(std::integral_constant<int, 144>{}, Two{});
+  run(std::integral_constant<int, 128>{}, Two{});
+  run(std::integral_constant<int, 192>{}, Three{});
+  run(std::integral_constant<int, 176>{}, Three{});
+  run(std::integral_constant<int, 160>{}, Three{});
+  run(std::integral_constant<int, 144>{}, Three{});
+  run(std::integral_constant<int, 128>{}, Three{});
+}
+
+}  // namespace
+
+void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
+                     int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+  check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
+  if (static_cast<long long>(ceil_div(m, 128)) * ceil_div(n, 128) > 0x3fffffffLL) {
+    throw std::invalid_argument("bf16_gemm: too many tiles");
+  }
+  int device = 0;
+  int sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute");
+  // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds
+  // the schedule from the occupancy query of the kernel it picked, which may find fewer.
+  TileShape const shape = choose_tile(m, n, k, std::max(1, sms / kClusterSize));
+  gemm_with_tile(shape, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  check_launch("bf16_gemm");
+}
