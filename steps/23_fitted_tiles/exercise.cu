@@ -508,13 +508,12 @@ class AlignedOperand {
 };
 
 // TMA must have 16-byte-aligned rows: an operand without them is always copied. A legal pitch
-// that is not a multiple of 128 bytes (ld 4104) is read slowly. Step 21 copied such an A only for
-// tiles narrower than 256 columns (with lda 4104 alone, 256-column tiles kept 98% of the aligned
-// speed); at 4104^3, where B and C have that pitch too, 256-column tiles ran 0.306 ms without the
-// copy and 0.264 ms with it (docs/results), so here A is copied whatever the width. The copy,
-// which reads and writes m k elements, pays when it is small next to the 2 m n k FLOPs: n >= 4096
-// keeps it near a tenth. B's pitch cost 5% at most in step 21's measurements: never worth its
-// copy.
+// that is not a multiple of 128 bytes (ld 4104) is read slowly, and the cost follows the operand
+// each block loads alone (step 22's development file, section 9): A here, as in step 22, which
+// copies it whatever the tile (at 4104^3 its 256-column tiles ran 0.306 ms without the copy and
+// 0.264 ms with it). The copy, which reads and writes m k elements, pays when it is small next to
+// the 2 m n k FLOPs: n >= 4096 keeps it near a tenth. B, which the pair multicasts, is read as it
+// is.
 bool must_copy(bf16 const* data, int ld) {
   return !gemm::rows_are_16_byte_aligned(data, ld);
 }
