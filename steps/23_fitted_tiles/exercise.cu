@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "async_copy.cuh"
 #include "cuda_check.h"
@@ -208,9 +210,15 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
   auto empty = [&](int stage) { return barriers + (kStages + stage) * 8; };
 
   unsigned const rank = cluster_block_rank();
-  int const tiles_m = gemm::ceil_div(m, kBM);
-  int const pair_rows = gemm::ceil_div(tiles_m, kClusterSize);
+  int const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
   int const tiles_n = gemm::ceil_div(n, kBN);
+  // This block's tile of cluster tile `tile`: the pair's row in step 19's grouped order, and the
+  // block's own row of the pair. Producer and consumers walk the same units.
+  auto block_tile = [&](int tile, int& tile_m, int& tile_n) {
+    int pair_m = 0;
+    gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+  };
   int const cluster = blockIdx.x / kClusterSize;
   int const warpgroup = threadIdx.x / 128;
 
@@ -230,10 +238,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
       int load = 0;
       Unit unit{};
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-        int pair_m = 0;
+        int tile_m = 0;
         int tile_n = 0;
-        gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
-        int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+        block_tile(unit.tile, tile_m, tile_n);
         for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
           int const stage = load % kStages;
           mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
@@ -274,10 +281,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
     Unit unit{};
     for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-      int pair_m = 0;
+      int tile_m = 0;
       int tile_n = 0;
-      gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
-      int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+      block_tile(unit.tile, tile_m, tile_n);
       // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
       float acc[kBM / 2];
 #pragma unroll
@@ -671,28 +677,14 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
   } else if (gemm::rows_are_aligned<4>(C, ldc)) {
     epilogue = Epilogue::kPairStores;
   }
-  auto const run = [&](auto kHeight, auto kConsumers) {
-    if (shape.height == kHeight() && shape.consumers == kConsumers()) {
-      launch_shape<kHeight(), kConsumers()>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C,
-                                            ldc, stream);
-    }
+  // One launch_shape instance per entry of kShapes; the one that matches `shape` runs.
+  auto const launch_matching = [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
+    (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers
+               ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers>(
+                     epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
+               : void()));
   };
-  using Two = std::integral_constant<int, 2>;
-  using Three = std::integral_constant<int, 3>;
-  run(std::integral_constant<int, 256>{}, Two{});
-  run(std::integral_constant<int, 240>{}, Two{});
-  run(std::integral_constant<int, 224>{}, Two{});
-  run(std::integral_constant<int, 208>{}, Two{});
-  run(std::integral_constant<int, 192>{}, Two{});
-  run(std::integral_constant<int, 176>{}, Two{});
-  run(std::integral_constant<int, 160>{}, Two{});
-  run(std::integral_constant<int, 144>{}, Two{});
-  run(std::integral_constant<int, 128>{}, Two{});
-  run(std::integral_constant<int, 192>{}, Three{});
-  run(std::integral_constant<int, 176>{}, Three{});
-  run(std::integral_constant<int, 160>{}, Three{});
-  run(std::integral_constant<int, 144>{}, Three{});
-  run(std::integral_constant<int, 128>{}, Three{});
+  launch_matching(std::make_index_sequence<std::size(kShapes)>{});
 }
 
 }  // namespace
