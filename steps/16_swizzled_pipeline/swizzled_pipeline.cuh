@@ -296,8 +296,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
 
   // The k loop, in two versions. kWholeBlock (a block inside A, B and C, aligned rows, K a
   // multiple of kBK): every k tile is copied with copy_chunk<true>, no byte counts, no partial
-  // tile. Otherwise full tiles go through copy_chunk<false>, a partial last tile through
-  // copy_partial, and on the unaligned path every tile through load_tile.
+  // tile. Otherwise full tiles go through copy_and_advance<false> (the same chunks with byte
+  // counts), a partial last tile through copy_partial, and on the unaligned path every tile
+  // through load_tile.
   auto k_loop = [&](auto whole_block) {
     constexpr bool kWholeBlock = decltype(whole_block)::value;
     // Starts the copies of k tile `tile` into `stage`.
@@ -391,8 +392,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     };
 
     // A whole block spreads the copies of every tile but its last kStages - 1, which have
-    // nothing left to copy. Edge blocks keep one burst: spreading their copies, with byte
-    // counts, made ptxas spill registers in the aligned kernel, and they are few.
+    // nothing left to copy. The other blocks (at the edges, or all of them when K is not a
+    // multiple of kBK) keep one burst: spreading their copies too, with byte counts, made
+    // ptxas spill registers in the aligned kernel.
     int t = 0;
     if constexpr (kWholeBlock) {
       for (; t + Cfg::kStages - 1 < full_tiles; ++t)
