@@ -278,23 +278,21 @@ __device__ __forceinline__ void wgmma_wait() {
 #define GEMM_WGMMA_D_120 GEMM_WGMMA_D_112, GEMM_WGMMA_D8(112)
 #define GEMM_WGMMA_D_128 GEMM_WGMMA_D_120, GEMM_WGMMA_D8(120)
 
-// Defines both wrappers for width N (R = N / 2 accumulators per thread; DESCRIPTORS names the
-// two descriptor operands, %R and %R+1).
-#define GEMM_DEFINE_WGMMA_BF16(N, R, DESCRIPTORS)                                               \
-  __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(                                      \
-      float (&d)[R], std::uint64_t a_descriptor, std::uint64_t b_descriptor) {                  \
-    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                    \
-                 "{" GEMM_WGMMA_REGS_##R "}, " DESCRIPTORS ", 1, 1, 1, 0, 1;\n"                 \
-                 : GEMM_WGMMA_D_##R                                                             \
-                 : "l"(a_descriptor), "l"(b_descriptor));                                       \
-  }                                                                                             \
-  __device__ __forceinline__ void wgmma_transposed_m64n##N##k16_bf16(                           \
-      float (&d)[R], std::uint64_t a_descriptor, std::uint64_t b_descriptor) {                  \
-    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                    \
-                 "{" GEMM_WGMMA_REGS_##R "}, " DESCRIPTORS ", 1, 1, 1, 1, 0;\n"                 \
-                 : GEMM_WGMMA_D_##R                                                             \
-                 : "l"(a_descriptor), "l"(b_descriptor));                                       \
+// Defines one wrapper: NAME for width N (R = N / 2 accumulators per thread; DESCRIPTORS names the
+// two descriptor operands, %R and %R+1; TRANSPOSES is the last two immediates).
+#define GEMM_DEFINE_WGMMA(NAME, N, R, DESCRIPTORS, TRANSPOSES)                                     \
+  __device__ __forceinline__ void NAME(float (&d)[R], std::uint64_t a_descriptor,                  \
+                                       std::uint64_t b_descriptor) {                               \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                       \
+                 "{" GEMM_WGMMA_REGS_##R "}, " DESCRIPTORS ", 1, 1, 1, " TRANSPOSES ";\n"          \
+                 : GEMM_WGMMA_D_##R                                                                \
+                 : "l"(a_descriptor), "l"(b_descriptor));                                          \
   }
+
+// Defines both wrappers for width N.
+#define GEMM_DEFINE_WGMMA_BF16(N, R, DESCRIPTORS)                                                  \
+  GEMM_DEFINE_WGMMA(wgmma_m64n##N##k16_bf16, N, R, DESCRIPTORS, "0, 1")                            \
+  GEMM_DEFINE_WGMMA(wgmma_transposed_m64n##N##k16_bf16, N, R, DESCRIPTORS, "1, 0")
 
 GEMM_DEFINE_WGMMA_BF16(128, 64, "%64, %65")
 GEMM_DEFINE_WGMMA_BF16(144, 72, "%72, %73")

@@ -8,7 +8,8 @@
 //
 // Step 21 makes this copy its lesson and keeps its own version (AlignedOperand in
 // every_shape.cu): 16 bytes per thread, a 128-byte pitch, and a copy also where TMA could read the
-// operand but slowly. Steps 17-20 keep this simpler one, which their measured results used.
+// operand but slowly; steps 22 and 23 share its successor (aligned_operand.cuh). Steps 17-20 keep
+// this simpler one, which their measured results used.
 #pragma once
 
 #include <cuda_bf16.h>
