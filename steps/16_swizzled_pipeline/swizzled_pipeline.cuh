@@ -1,7 +1,7 @@
 // Step 16's kernel as a template over its tile configuration, so that a sweep (sweep.cu) can
 // build many variants and swizzled_pipeline.cu can name the one it keeps.
 //
-// It is step 15's mma.sync + ldmatrix kernel with five changes:
+// It is step 15's mma.sync + ldmatrix kernel with six changes:
 //
 //   1. Swizzled shared memory instead of padding. Padding spends shared memory and breaks the
 //      power-of-two row length; an XOR swizzle keeps rows dense and moves each 16-byte chunk
@@ -17,6 +17,8 @@
 //      and loop overhead per mma.sync, in 96 KB per block, still two blocks per SM.
 //   5. The copies of the next k tile are spread among the mma.sync, one 16-byte chunk per row
 //      of mma tiles, instead of going out in one burst (compute_tile below says why).
+//   6. The k loop of whole blocks is unrolled over the stages (unrolled_for), so that each tile's
+//      stage is a compile-time constant and its shared-memory addresses are immediates.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -25,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
@@ -244,6 +247,30 @@ struct LeanCopier {
   }
 };
 
+// unrolled_for<N>(body) calls body(std::integral_constant<int, i>{}) for i = 0, 1, ..., N - 1:
+// N copies of the body, each with its index i as a compile-time constant (decltype(i)::value).
+template <class Body, int... kIndex>
+__device__ __forceinline__ void unrolled_for_each(Body& body,
+                                                  std::integer_sequence<int, kIndex...>) {
+  (body(std::integral_constant<int, kIndex>{}), ...);
+}
+
+template <int kCount, class Body>
+__device__ __forceinline__ void unrolled_for(Body&& body) {
+  unrolled_for_each(body, std::make_integer_sequence<int, kCount>{});
+}
+
+// A stage index given either as an int (known at run time) or as a std::integral_constant (known
+// at compile time, from unrolled_for).
+template <class Stage>
+__device__ __forceinline__ int stage_value(Stage stage) {
+  if constexpr (std::is_same_v<Stage, int>) {
+    return stage;
+  } else {
+    return Stage::value;
+  }
+}
+
 template <class Cfg, bool kAligned, bool kPairs>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     swizzled_pipeline_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
@@ -332,7 +359,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     // tile go out chunk by chunk among the mma.sync, kPerRow after each row of mma tiles.
     // Otherwise start_tile issues them all after the first k step (edge blocks, a partial last
     // tile, unaligned rows), or there is nothing left to copy.
-    auto compute_tile = [&](int t, auto spread) {
+    auto compute_tile = [&](int t, auto spread, auto stage_index) {
       constexpr bool kSpread = decltype(spread)::value;
       constexpr int kRows = kKSteps * Cfg::kTilesM;  // rows of mma tiles per k tile
       constexpr int kPerRow = (LeanCopier<Cfg>::kChunks + kRows - 1) / kRows;
@@ -340,10 +367,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
       // Tile t is visible to every warp, and every warp has finished tile t - 1, whose stage the
       // copies of tile t + kStages - 1 refill (starting after the first row of mma below).
       __syncthreads();
+      int const stage = stage_value(stage_index);  // t % kStages
       int const next = t + Cfg::kStages - 1;
-      int const next_stage = next % Cfg::kStages;
+      int const next_stage = (stage + Cfg::kStages - 1) % Cfg::kStages;  // next % kStages
 
-      int const stage = t % Cfg::kStages;
       std::uint32_t const a_stage = a_shared + stage * kAStageBytes;
       std::uint32_t const b_stage = b_shared + stage * kBStageBytes;
       // Fragments in two register buffers: the ldmatrix of k step s + 1 are issued before the
@@ -397,11 +424,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     // ptxas spill registers in the aligned kernel.
     int t = 0;
     if constexpr (kWholeBlock) {
+      // Unrolled kStages times, so that each copy of compute_tile knows its stage at compile time:
+      // every shared-memory address of the tile (its ldmatrix, and the copies into the stage of
+      // tile t + kStages - 1) is then a register plus an immediate offset, and the loop has no
+      // stage arithmetic left: 202 SASS instructions per tile instead of 250, 2.6% faster.
+      for (; t + 2 * Cfg::kStages - 2 < full_tiles; t += Cfg::kStages) {
+        unrolled_for<Cfg::kStages>(
+            [&](auto stage) { compute_tile(t + decltype(stage)::value, std::true_type{}, stage); });
+      }
       for (; t + Cfg::kStages - 1 < full_tiles; ++t)
-        compute_tile(t, std::true_type{});
+        compute_tile(t, std::true_type{}, t % Cfg::kStages);
     }
     for (; t < k_tiles; ++t)
-      compute_tile(t, std::false_type{});
+      compute_tile(t, std::false_type{}, t % Cfg::kStages);
   };
   bool const whole_block =
       kAligned && block_row + Cfg::kBM <= m && block_col + Cfg::kBN <= n && k % Cfg::kBK == 0;
