@@ -369,7 +369,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
       __syncthreads();
       int const stage = stage_value(stage_index);  // t % kStages
       int const next = t + Cfg::kStages - 1;
-      int const next_stage = (stage + Cfg::kStages - 1) % Cfg::kStages;  // next % kStages
+      // next % kStages, a constant too when the stage is one.
+      constexpr bool kConstantStage = !std::is_same_v<decltype(stage_index), int>;
+      int const next_stage =
+          kConstantStage ? (stage + Cfg::kStages - 1) % Cfg::kStages : next % Cfg::kStages;
 
       std::uint32_t const a_stage = a_shared + stage * kAStageBytes;
       std::uint32_t const b_stage = b_shared + stage * kBStageBytes;
