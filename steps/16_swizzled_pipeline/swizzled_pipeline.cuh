@@ -485,8 +485,8 @@ void launch(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const
   bool const pairs = gemm::rows_are_aligned<4>(C, ldc);
   // When K is not a multiple of kBK no block can take the whole-block loop, so the kernel is
   // instantiated without it. Compiled into the same kernel, the unrolled loop's 255 registers
-  // change how ptxas compiles the loop of the other blocks, which is then all that runs: 5-8%
-  // slower at 1000x3000x2000 and 4.5% at 4104^3 than this instantiation (224 registers).
+  // change how ptxas compiles the loop of the other blocks, which is then all that runs: 5-9%
+  // slower at 1000x3000x2000 and 4-5% at 4104^3 than this instantiation (224 registers).
   bool const whole_blocks = aligned && k % Cfg::kBK == 0;
   gemm::dispatch_bool(aligned, [&](auto kAligned) {
     gemm::dispatch_bool(pairs, [&](auto kPairs) {
