@@ -491,8 +491,8 @@ void launch(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const
   gemm::dispatch_bool(aligned, [&](auto kAligned) {
     gemm::dispatch_bool(pairs, [&](auto kPairs) {
       gemm::dispatch_bool(whole_blocks, [&](auto kWholeBlocks) {
-        auto const kernel = swizzled_pipeline_kernel < Cfg, kAligned(), kPairs(),
-                   kAligned() && kWholeBlocks() > ;
+        constexpr bool kWhole = kAligned() && kWholeBlocks();
+        auto const kernel = swizzled_pipeline_kernel<Cfg, kAligned(), kPairs(), kWhole>;
         static cudaError_t const opt_in = cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes);
         if (opt_in != cudaSuccess) {
