@@ -1,4 +1,6 @@
-// Asynchronous global -> shared copies (cp.async, sm_80 and later), introduced in step 10.
+// Taught in step 10 (steps/10_async_copy/), which writes these wrappers inline.
+//
+// Asynchronous global -> shared copies (cp.async, sm_80 and later).
 //
 // A cp.async is issued like a load but its data goes straight into shared memory without
 // passing through registers, and the issuing thread does not wait for it. Copies are grouped:

@@ -1,6 +1,8 @@
-// The tensor-core instructions of steps 15 and later, as PTX (sm_80 and later): ldmatrix, which
-// loads 8 x 8 tiles of 16-bit elements from shared memory straight into the register layout
-// mma.sync expects, and mma.sync m16n8k16 with bf16 inputs and FP32 accumulators.
+// Taught in step 15 (steps/15_mma_ldmatrix/), which writes these wrappers inline.
+//
+// The tensor-core instructions of sm_80 and later, as PTX: ldmatrix, which loads 8 x 8 tiles of
+// 16-bit elements from shared memory straight into the register layout mma.sync expects, and
+// mma.sync m16n8k16 with bf16 inputs and FP32 accumulators.
 //
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: D (16 x 8) = A (16 x 16) * B (16 x 8) + C,
 // one warp, registers only. With g = lane / 4 (the "group", 0..7) and t = lane % 4:

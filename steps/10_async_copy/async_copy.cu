@@ -3,7 +3,7 @@
 // Step 09 prefetches the next k tile through registers: each thread issues its global loads,
 // computes, then stores the registers to shared memory. The data takes a detour through the
 // register file, the prefetch costs 8 registers, and only one tile is ever in flight.
-// cp.async (sm_80 and later, common/async_copy.cuh) copies global memory straight into
+// cp.async (sm_80 and later, written out below) copies global memory straight into
 // shared memory without involving registers, and the issuing thread does not wait for it.
 // That makes a deeper pipeline cheap: kStages = 4 shared buffers, up to 3 k tiles in flight
 // while the fourth is computed, one barrier per k tile:
@@ -28,11 +28,49 @@
 //     compiler may keep values in registers across stores to C.
 //   - fmaf(a, b, acc) instead of acc += a * b: the same single FFMA instruction nvcc already
 //     emitted for steps 05-09, now spelled out.
-#include "async_copy.cuh"
 #include "device_helpers.cuh"
 #include "gemm.h"
 
 namespace {
+
+// --- cp.async, as PTX (later steps include these from common/async_copy.cuh) --------------------
+//
+// A cp.async is issued like a load, but its data goes straight into shared memory without passing
+// through registers, and the issuing thread does not wait for it. Copies are grouped:
+// commit_group closes the group of copies issued since the last commit, and wait_group<N> blocks
+// until at most N of this thread's groups are still in flight; a __syncthreads() after the wait
+// makes every thread's copies visible to the whole block. A source size below the copy size
+// zero-fills the rest of the destination (0 copies nothing and writes zeros), which pads edge
+// tiles without a branch; the source address must still be valid and aligned.
+
+// The address of a shared-memory pointer in the shared state space, as PTX wants it.
+__device__ __forceinline__ unsigned shared_address(void const* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+// 4 bytes, through L1 (.ca: the only caching mode allowed below 16 bytes).
+__device__ __forceinline__ void cp_async_4(float* dst, float const* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 4 : 0));
+}
+
+// 16 bytes, bypassing L1 (.cg: the data is used once, from shared memory); dst and src 16-byte
+// aligned; `src_bytes` of them copied, the rest zero-filled.
+__device__ __forceinline__ void cp_async_16(float* dst, float const* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int kGroupsStillInFlight>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kGroupsStillInFlight));
+}
+
+// --- the kernel ---------------------------------------------------------------------------------
 
 constexpr int kBM = 128;
 constexpr int kBN = 128;
@@ -69,7 +107,7 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
     int const row = block_row + r;
     int const col = k0 + c;
     bool const valid = row < m && col < k;
-    gemm::cp_async_4(&a_tile[c * kAStride + r],
+    cp_async_4(&a_tile[c * kAStride + r],
                      valid ? A + static_cast<size_t>(row) * lda + col : A, valid);
   }
   if constexpr (kAlignedB) {
@@ -78,7 +116,7 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
     int const row = k0 + r;
     int const col = block_col + c;
     int const bytes = row < k ? 4 * max(0, min(4, n - col)) : 0;  // partial vector at the edge
-    gemm::cp_async_16(&b_tile[r * kBN + c],
+    cp_async_16(&b_tile[r * kBN + c],
                       bytes > 0 ? B + static_cast<size_t>(row) * ldb + col : B, bytes);
   } else {
 #pragma unroll
@@ -89,7 +127,7 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
       int const row = k0 + r;
       int const col = block_col + c;
       bool const valid = row < k && col < n;
-      gemm::cp_async_4(&b_tile[r * kBN + c], valid ? B + static_cast<size_t>(row) * ldb + col : B,
+      cp_async_4(&b_tile[r * kBN + c], valid ? B + static_cast<size_t>(row) * ldb + col : B,
                        valid);
     }
   }
@@ -128,17 +166,17 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) start_copy(s);
-    gemm::cp_async_commit();
+    cp_async_commit();
   }
 
   float acc[kTM][kTN] = {};
   float a_reg[kTM];
   float b_reg[kTN];
   for (int t = 0; t < k_tiles; ++t) {
-    gemm::cp_async_wait<kStages - 2>();  // this thread's copies of tile t are done
+    cp_async_wait<kStages - 2>();  // this thread's copies of tile t are done
     __syncthreads();                     // everyone's are; and everyone finished tile t - 1
     if (t + kStages - 1 < k_tiles) start_copy(t + kStages - 1);  // refills t - 1's buffer
-    gemm::cp_async_commit();
+    cp_async_commit();
 
     float const* as = a_tile(t % kStages);
     float const* bs = b_tile(t % kStages);
@@ -166,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
-  gemm::cp_async_wait<0>();  // nothing may still be copying into shared memory at exit
+  cp_async_wait<0>();  // nothing may still be copying into shared memory at exit
 
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {

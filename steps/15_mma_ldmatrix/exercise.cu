@@ -1,6 +1,6 @@
 // Exercise: step 15, mma.sync and ldmatrix. Two TODO blocks: which row each lane addresses for
 // ldmatrix.x4, and which accumulator elements a lane holds in the epilogue. Both follow from
-// the layouts drawn in common/tensor_core.cuh. Until both are right the GPU suite fails.
+// the layouts drawn above the wrappers. Until both are right the GPU suite fails.
 // Build and test: docs/teaching.md ("Exercise mode").
 #include <cuda_bf16.h>
 
@@ -11,11 +11,54 @@
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "tensor_core.cuh"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
+
+// --- ldmatrix and mma.sync, as PTX (later steps include these from common/tensor_core.cuh) ------
+//
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: D (16 x 8) = A (16 x 16) * B (16 x 8) + C,
+// one warp, registers only. With g = lane / 4 (the "group", 0..7) and t = lane % 4:
+//
+//   A, 4 registers of 2 bf16:   a0 = A[g][2t, 2t+1]      a1 = A[g+8][2t, 2t+1]
+//                               a2 = A[g][2t+8, 2t+9]    a3 = A[g+8][2t+8, 2t+9]
+//   B, 2 registers of 2 bf16:   b0 = B[2t, 2t+1][g]      b1 = B[2t+8, 2t+9][g]
+//   C and D, 4 floats:          c0, c1 = C[g][2t, 2t+1]  c2, c3 = C[g+8][2t, 2t+1]
+//
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8 x 8 matrices of 16-bit elements; lane l gives
+// the shared address of one row (16 bytes) of matrix l / 8, and receives, in register i, the two
+// elements (row l / 4, columns 2 (l % 4), +1) of matrix i. That is exactly a0..a3 above when
+// the four matrices are A's quadrants in the order top-left, bottom-left, top-right,
+// bottom-right. With .trans each matrix is transposed on the way: lane l receives (rows
+// 2 (l % 4), +1; column l / 4), which is b0 (and b1) when the rows in shared memory are rows
+// of a row-major B, k by k.
+
+// Four 8 x 8 bf16 matrices from shared memory; `row_address` is this lane's row.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], void const* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(gemm::shared_address(row_address)));
+}
+
+// The same, each matrix transposed on the way into the registers.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], void const* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(gemm::shared_address(row_address)));
+}
+
+// d += a * b for one 16 x 8 x 16 tile: bf16 inputs, FP32 accumulators (layouts above).
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], std::uint32_t const (&a)[4],
+                                               std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// --- the kernel ---------------------------------------------------------------------------------
 
 constexpr int kBM = 128;
 constexpr int kBN = 128;
@@ -119,7 +162,7 @@ __global__ void __launch_bounds__(kThreads)
 
   // The row each lane addresses for ldmatrix.x4: lanes 0-15 rows 0-15 of the first 8 columns,
   // lanes 16-31 the same rows 8 columns on. For A that yields a0..a3 of a 16 x 16 tile; for
-  // B (.trans, rows along k) b0, b1 of two adjacent 8-column tiles (common/tensor_core.cuh).
+  // B (.trans, rows along k) b0, b1 of two adjacent 8-column tiles (the layouts above).
   // TODO(student): the row (0..15) of a 16 x 16 tile whose address this lane gives ldmatrix.x4,
   // and the column (0 or 8) where that row segment starts, so that the four 8 x 8 matrices come
   // out as a0..a3 for A (and, with .trans, as b0, b1 of two 8-column tiles for B).
@@ -157,15 +200,15 @@ __global__ void __launch_bounds__(kThreads)
       std::uint32_t b[kTilesN / 2][4];  // each ldmatrix.x4.trans: b0, b1 of two 8-column tiles
 #pragma unroll
       for (int i = 0; i < kTilesM; ++i)
-        gemm::ldmatrix_x4(a[i], &s.a[stage][warp_row + i * 16 + ld_row][kk + ld_col]);
+        ldmatrix_x4(a[i], &s.a[stage][warp_row + i * 16 + ld_row][kk + ld_col]);
 #pragma unroll
       for (int j = 0; j < kTilesN / 2; ++j)
-        gemm::ldmatrix_x4_trans(b[j], &s.b[stage][kk + ld_row][warp_col + j * 16 + ld_col]);
+        ldmatrix_x4_trans(b[j], &s.b[stage][kk + ld_row][warp_col + j * 16 + ld_col]);
 #pragma unroll
       for (int i = 0; i < kTilesM; ++i) {
 #pragma unroll
         for (int j = 0; j < kTilesN; ++j)
-          gemm::mma_bf16_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+          mma_bf16_16816(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
       }
     }
   }

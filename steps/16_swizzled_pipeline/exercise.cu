@@ -1,8 +1,8 @@
-// Exercise: step 16, swizzled shared memory, lean copies and a tile from a sweep. The kernel
-// lives in swizzled_pipeline.cuh; this skeleton has one TODO block, the tile configuration,
-// whose placeholder is step 15's tile (k tile 32, three stages). It is correct, so the suite
-// passes already: the TODO is about speed. Run build/sweep_16_swizzled_pipeline on your GPU
-// and put the fastest configuration here. The README's exercises work on the header itself.
+// Exercise: step 16, swizzled shared memory and a multistage pipeline. The kernel lives in
+// swizzled_pipeline.cuh; this skeleton has one TODO block, the tile configuration, whose
+// placeholder is step 15's tile and its three stages. It is correct, so the suite passes already: the
+// TODO is about speed. Run build/sweep_16_swizzled_pipeline on your GPU and put the fastest
+// configuration here. The README's exercises work on the header itself.
 // Build and test: docs/teaching.md ("Exercise mode").
 #include "gemm.h"
 #include "swizzled_pipeline.cuh"
@@ -11,7 +11,7 @@ namespace {
 
 // TODO(student): the configuration your sweep found fastest on your GPU. A configuration
 // that breaks a rule of TileConfig fails to compile with the rule's static_assert message.
-//                                  kBM  kBN kBK kWM kWN stages blocks/SM group
+//                                  kBM  kBN kBK kWM kWN stages
 using Tile = swizzled::TileConfig<128, 128, 32, 64, 64, 3>;  // placeholder: step 15's tile
 // END TODO
 

@@ -22,18 +22,17 @@ gemm::SweepCandidate<gemm::Bf16> candidate(std::string name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  //                                  kBM  kBN kBK kWM kWN stages blocks/SM group
+  //                                  kBM  kBN kBK kWM kWN stages
   return gemm::run_sweep<gemm::Bf16>(
       "step 16 tile sweep", argc, argv,
       {
-          // Step 15's tile and pipeline (k tile 32, three stages), then more stages.
+          candidate<TileConfig<128, 128, 32, 64, 64, 2, 1>>(
+              "128x128x32 w64x64 s2"),
           candidate<TileConfig<128, 128, 32, 64, 64, 3, 1>>("128x128x32 w64x64 s3 (step 15's)"),
           candidate<TileConfig<128, 128, 32, 64, 64, 4, 1>>("128x128x32 w64x64 s4"),
           candidate<TileConfig<128, 128, 32, 64, 64, 5, 1>>("128x128x32 w64x64 s5"),
-          // A deeper k tile: half the barriers and loop overhead per mma.sync.
-          candidate<TileConfig<128, 128, 64, 64, 64, 2, 1>>("128x128x64 w64x64 s2"),
+          candidate<TileConfig<128, 128, 32, 64, 64, 6, 1>>("128x128x32 w64x64 s6"),
           candidate<TileConfig<128, 128, 64, 64, 64, 3, 1>>("128x128x64 w64x64 s3"),
-          // Bigger blocks: 8 warps, one block per SM.
           candidate<TileConfig<128, 256, 32, 64, 64, 4, 1>>("128x256x32 w64x64 s4"),
           candidate<TileConfig<128, 256, 64, 64, 64, 3, 1>>("128x256x64 w64x64 s3"),
           candidate<TileConfig<256, 128, 64, 64, 64, 3, 1>>("256x128x64 w64x64 s3"),
@@ -41,9 +40,9 @@ int main(int argc, char** argv) {
           candidate<TileConfig<128, 128, 32, 64, 32, 4, 2>>("128x128x32 w64x32 s4 2/SM"),
           candidate<TileConfig<128, 128, 32, 32, 64, 4, 2>>("128x128x32 w32x64 s4 2/SM"),
           // The block order: row-major, and groups of 4 or 16 tile rows instead of 8.
-          candidate<TileConfig<128, 128, 64, 64, 64, 3, 1, 1>>("128x128x64 w64x64 s3 row order"),
-          candidate<TileConfig<128, 128, 64, 64, 64, 3, 1, 4>>("128x128x64 w64x64 s3 group 4"),
-          candidate<TileConfig<128, 128, 64, 64, 64, 3, 1, 16>>("128x128x64 w64x64 s3 group 16"),
+          candidate<TileConfig<128, 128, 32, 64, 64, 4, 1, 1>>("128x128x32 w64x64 s4 row order"),
+          candidate<TileConfig<128, 128, 32, 64, 64, 4, 1, 4>>("128x128x32 w64x64 s4 group 4"),
+          candidate<TileConfig<128, 128, 32, 64, 64, 4, 1, 16>>("128x128x32 w64x64 s4 group 16"),
       },
       {{4096, 4096, 4096}, {8192, 8192, 8192}});
 }

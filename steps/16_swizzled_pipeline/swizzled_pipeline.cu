@@ -6,8 +6,8 @@
 
 namespace {
 
-//                                  kBM  kBN kBK kWM kWN stages blocks/SM group
-using Tile = swizzled::TileConfig<128, 128, 64, 64, 64, 3, 1, 16>;
+//                                  kBM  kBN kBK kWM kWN stages
+using Tile = swizzled::TileConfig<128, 128, 32, 64, 64, 4>;
 
 }  // namespace
 
