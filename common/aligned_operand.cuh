@@ -1,10 +1,12 @@
-// An operand as the kernels of steps 22 and 23 read it: the caller's matrix, or an aligned copy.
-// TMA needs 16-byte-aligned rows, so an operand without them is always copied; and a legal row
-// pitch that is not a multiple of 128 bytes is read slowly, so A is copied then too where the
-// copy is cheap next to the product (should_copy_a). Step 22's write-up measures both rules and
-// the copy kernel's loads ("The copy of A, whatever the width", "Wider loads in the copy
-// kernel"). Step 21 makes the first version of this copy its lesson and keeps its own
-// (AlignedOperand in every_shape.cu); steps 17-20 use the simpler TmaOperand (tma_operand.cuh).
+// Taught in step 22 (steps/22_aligned_copy/). Every Hopper step copies an operand TMA cannot
+// describe at all (must_copy); step 22 adds the copy of an A that TMA can describe but reads
+// slowly (should_copy_a).
+//
+// TMA needs 16-byte-aligned rows (a 16-byte-aligned base and a row pitch that is a multiple of 16
+// bytes): a bf16 matrix with an odd leading dimension has neither, so it is first copied, in the
+// call's stream, into a workspace whose rows start 128-byte aligned. And a legal pitch that is not
+// a multiple of 128 bytes (ld 4104) makes every 128-byte row of a TMA box straddle two 128-byte
+// lines of memory: TMA reads such an operand, but slowly.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,10 +31,8 @@ using Piece = std::conditional_t<
 
 // Copies rows x cols of `source` (any ld, any 2-byte alignment) to `destination`, whose rows are
 // 128-byte aligned: each thread writes 8 elements with one 16-byte store. It reads them with the
-// widest loads the source rows allow (kLoadBytes: 16, 8, 4 or 2; step 21 had only 16 or 2). At
-// 4096x4100x4096 B's rows are 8-byte aligned: 2 loads per thread instead of 8 took the copy from
-// 21.5-22.3 us to 20.2-21.7 us (Nsight Compute, docs/results), a little, as it is bound by
-// memory either way. The last chunk of a row is read element by element.
+// widest loads the source rows allow (kLoadBytes: 16, 8, 4 or 2): fewer load instructions, though
+// the copy is bound by memory either way. The last chunk of a row is read element by element.
 template <int kLoadBytes>
 __global__ void copy_to_aligned_kernel(__nv_bfloat16 const* __restrict__ source,
                                        long long source_ld, __nv_bfloat16* __restrict__ destination,
@@ -101,19 +101,15 @@ class AlignedOperand {
   std::unique_ptr<StreamWorkspace> copy_;
 };
 
-// TMA must have 16-byte-aligned rows: an operand without them is always copied. A legal pitch
-// that is not a multiple of 128 bytes (ld 4104) is read slowly. Step 21 copied such an A only for
-// tiles narrower than 256 columns (with lda 4104 alone, 256-column tiles kept 98% of the aligned
-// speed); at 4104^3, where B and C have that pitch too, 256-column tiles ran 0.306 ms without the
-// copy and 0.264 ms with it (step 22's development file), so steps 22 and 23 copy A whatever the
-// tile. The copy, which reads and writes m k elements, pays when it is small next to the
-// 2 m n k FLOPs: n >= 4096 keeps it near a tenth. B's pitch cost 5% at most in step 21's
-// measurements: never worth its copy. (In steps 22 and 23 the cost of a slow pitch follows the
-// operand each block loads alone, step 22's development file, section 9: A; the cluster pair
-// multicasts B.)
+// An operand TMA cannot describe is always copied.
 inline bool must_copy(__nv_bfloat16 const* data, int ld) {
   return !rows_are_16_byte_aligned(data, ld);
 }
+// A is copied also where TMA can read it but its pitch is not a multiple of 128 bytes, when the
+// copy is cheap next to the product: it reads and writes m k elements against the 2 m n k FLOPs,
+// so n >= 4096 keeps it near a tenth of the work or less. Each block of the cluster steps loads its
+// own A tiles (B is shared by multicast), so A's pitch is the one that costs; B is copied only when
+// it must be.
 inline bool should_copy_a(__nv_bfloat16 const* A, int lda, int n) {
   bool const pitch_128 = static_cast<long long>(lda) * 2 % 128 == 0;
   return must_copy(A, lda) || (!pitch_128 && n >= 4096);

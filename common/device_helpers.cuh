@@ -72,6 +72,14 @@ void dispatch_bool(bool flag, Launch&& launch) {
   }
 }
 
+// The same for a choice among compile-time values: calls launch(std::integral_constant<T, v>{})
+// for the one kValues entry v equal to `value` (and nothing if none is), e.g.
+//   dispatch_value<256, 192, 128>(width, [&](auto kWidth) { launch<kWidth()>(...); });
+template <auto... kValues, typename T, typename Launch>
+void dispatch_value(T value, Launch&& launch) {
+  ((value == kValues ? launch(std::integral_constant<decltype(kValues), kValues>{}) : void()), ...);
+}
+
 // Reads the 4 floats row[col .. col+3], with zeros for the ones at or beyond `cols`.
 // kVector: the row is 16-byte aligned (rows_are_16_byte_aligned) and col a multiple of 4, so a
 // full group is one 16-byte load; otherwise, and for a partial group, 4 guarded scalar loads.
