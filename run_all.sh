@@ -5,19 +5,26 @@
 #
 #   ./run_all.sh                      the progression table at 4096^3 and 4097^3
 #   ./run_all.sh --sizes "4096 8192 4097 1000x3000x2000"
-#   ./run_all.sh --steps "3 05 13"    only these steps (numbers, with or without the 0)
+#   ./run_all.sh --steps "3 05 13"    only these steps (numbers, with or without the 0); only
+#                                     their executables are built
 #   ./run_all.sh --test               host tests + the GPU suite of every step
+#   ./run_all.sh --test --steps 5     host tests + step 05's GPU suite (only these are built)
 #   ./run_all.sh --test --exercises   ... and the exercise skeletons' suites (they fail until
 #                                     the TODOs are solved; turns on -Dexercises=true)
 #
 # Options: --sizes "S ...", --steps "NN ...", --warmup N, --repeats N, --build-dir DIR,
-# --test, --exercises, -h/--help. Sizes are N (N x N x N) or MxNxK.
+# --test, --exercises, -h/--help. Sizes are N (N x N x N) or MxNxK. --sizes, --warmup and
+# --repeats go with the table, --exercises with --test.
+#
+# Without an NVIDIA GPU (no nvidia-smi, or it lists none) nothing can be timed: the table mode
+# says so at once, builds anyway (a check that the tree compiles) and exits 3. --test runs the
+# host tests, and its last line says how many GPU suites were skipped: they checked nothing.
 #
 # Results: build/results/<step>.csv and .log (one per step), build/results/progression.csv
 # (all rows), build/results/progression.md (the tables, with GPU and date) and, when python3
-# has matplotlib, build/results/progression.png. Build output goes to build/logs/; on a
-# failure its last lines are printed. Exit status: 0 everything passed, 1 a check or test
-# failed (or the build did), 2 bad options, 3 no GPU (table mode).
+# has matplotlib, build/results/progression.png. Build output goes to build/logs/; Meson's
+# warnings and, on a failure, the log's last lines are printed. Exit status: 0 everything
+# passed, 1 a check or test failed (or the build did), 2 bad options, 3 no GPU (table mode).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,13 +33,15 @@ cd "$here"
 build_dir=build
 sizes="4096 4097"
 step_filter=""
+steps_given=no
 warmup=3
 repeats=11
 mode=table
 with_exercises=no
+table_option=""  # the last option given that only the table uses
 
-usage() {
-  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+usage() {  # the header comment above, whatever its length
+  awk 'NR > 1 { if (!/^#/) exit; sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"
 }
 die_usage() {
   echo "run_all.sh: $*" >&2
@@ -49,10 +58,10 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --test) mode="test" ;;
     --exercises) with_exercises=yes ;;
-    --sizes) need_value "$1" $#; sizes=$2; shift ;;
-    --steps) need_value "$1" $#; step_filter=$2; shift ;;
-    --warmup) need_value "$1" $#; warmup=$2; shift ;;
-    --repeats) need_value "$1" $#; repeats=$2; shift ;;
+    --sizes) need_value "$1" $#; sizes=$2; table_option=$1; shift ;;
+    --steps) need_value "$1" $#; step_filter=$2; steps_given=yes; shift ;;
+    --warmup) need_value "$1" $#; warmup=$2; table_option=$1; shift ;;
+    --repeats) need_value "$1" $#; repeats=$2; table_option=$1; shift ;;
     --build-dir) need_value "$1" $#; build_dir=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die_usage "unknown argument '$1'" ;;
@@ -73,12 +82,14 @@ for size in "${size_list[@]}"; do
   fi
 done
 [[ $with_exercises == no || $mode == test ]] || die_usage "--exercises goes with --test"
+[[ -z $table_option || $mode == table ]] ||
+  die_usage "$table_option goes with the table, not with --test"
 
 # The steps to run, as directory names; --steps takes numbers with or without a leading 0.
 all_steps=()
 for dir in steps/*/; do all_steps+=("$(basename "$dir")"); done
 steps=()
-if [[ -z $step_filter ]]; then
+if [[ $steps_given == no ]]; then
   steps=("${all_steps[@]}")
 else
   read -r -a wanted <<<"$step_filter"
@@ -93,6 +104,24 @@ else
     [[ -n $found ]] || die_usage "--steps: there is no step $padded (steps: ${all_steps[*]%%_*})"
     steps+=("$found")
   done
+fi
+
+# --- the GPU -----------------------------------------------------------------------------------
+# Prints why there is no usable NVIDIA GPU here, or nothing when there is one.
+no_gpu_reason() {
+  local listing
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "nvidia-smi not found"
+  elif ! listing=$(nvidia-smi -L 2>&1); then
+    echo "nvidia-smi -L failed: $(head -n 1 <<<"$listing")"
+  elif ! grep -q '^GPU [0-9]' <<<"$listing"; then
+    echo "nvidia-smi -L lists no GPU"
+  fi
+}
+no_gpu=$(no_gpu_reason)
+if [[ $mode == table && -n $no_gpu ]]; then
+  echo "run_all.sh: no NVIDIA GPU here ($no_gpu): nothing can be timed, so this run only builds" \
+    "(exit status 3)" >&2
 fi
 
 # --- prerequisites -----------------------------------------------------------------------------
@@ -139,7 +168,8 @@ fi
 
 # --- configure and build -----------------------------------------------------------------------
 logs=$build_dir/logs
-# Runs a build command with its output in a log file; on failure shows the log's tail.
+# Runs a build command with its output in a log file; on failure shows the log's tail. Meson's
+# warnings (such as meson.build's: Meson < 1.4 does not track headers) are shown either way.
 logged() {
   local log=$1
   shift
@@ -149,6 +179,7 @@ logged() {
     tail -n 40 "$log" >&2
     exit 1
   fi
+  grep 'WARNING:' "$log" | awk '!seen[$0]++' | sed 's/^/    /' >&2 || true
 }
 if [[ ! -f $build_dir/build.ninja ]]; then
   say "configuring $build_dir (log: $logs/setup.log)"
@@ -164,16 +195,109 @@ fi
 if [[ $with_exercises == yes ]]; then
   logged "$logs/setup.log" meson configure "$build_dir" -Dexercises=true
 fi
-say "building (log: $logs/compile.log)"
-logged "$logs/compile.log" meson compile -C "$build_dir"
 
-if [[ $mode == test ]]; then
-  if [[ $with_exercises == yes ]]; then
-    say "running the tests: host, the GPU suite of every step, and the exercise skeletons"
-    exec meson test -C "$build_dir" --print-errorlogs
+# With --steps only the chosen steps are built: for the table, their executables (the targets
+# named like the step directories); for --test, what the host suite and the chosen steps'
+# suites (gpu_NN_name, exercise_NN_name) run, as Meson's introspection files list it.
+targets=()
+tests=()
+if [[ $steps_given == yes ]]; then
+  # Brings build.ninja and the introspection files up to date with meson.build and the options
+  # first, as meson compile would.
+  logged "$logs/compile.log" ninja -C "$build_dir" build.ninja
+  selection=$(python3 - "$build_dir" "$mode" "$with_exercises" "${steps[@]}" <<'PY'
+import json
+import sys
+
+build, mode, exercises, steps = sys.argv[1], sys.argv[2], sys.argv[3] == "yes", sys.argv[4:]
+
+
+def intro(kind):
+    with open(f"{build}/meson-info/intro-{kind}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+# Line 1: the tests to run; line 2: the targets to build.
+names = {target["id"]: target["name"] for target in intro("targets")}
+if mode == "table":
+    for step in steps:
+        if step not in names.values():
+            print(f"run_all.sh: steps/{step} has no executable (is it in meson.build?); skipped",
+                  file=sys.stderr)
+    print()
+    print(" ".join(step for step in steps if step in names.values()))
+    sys.exit(0)
+wanted = {"gpu_" + s for s in steps} | ({"exercise_" + s for s in steps} if exercises else set())
+tests = [test for test in intro("tests")
+         if test["name"] in wanted or any(s.split(":")[-1] == "host" for s in test["suite"])]
+for step in steps:
+    if "gpu_" + step not in [test["name"] for test in tests]:
+        print(f"run_all.sh: steps/{step} has no test gpu_{step} (is it in meson.build?); "
+              "skipped", file=sys.stderr)
+print(" ".join(test["name"] for test in tests))
+print(" ".join(sorted({names[d] for test in tests for d in test["depends"]})))
+PY
+  )
+  read -r -a tests <<<"$(sed -n 1p <<<"$selection")"
+  read -r -a targets <<<"$(sed -n 2p <<<"$selection")"
+  if [[ $mode == table ]]; then
+    [[ ${#targets[@]} -gt 0 ]] || { echo "run_all.sh: no step to run" >&2; exit 1; }
+    steps=("${targets[@]}")
   fi
-  say "running the tests: host, and the GPU suite of every step (skipped without a GPU)"
-  exec meson test -C "$build_dir" --print-errorlogs --no-suite exercises
+fi
+if [[ ${#targets[@]} -gt 0 ]]; then
+  say "building ${targets[*]} (log: $logs/compile.log)"
+else
+  say "building (log: $logs/compile.log)"
+fi
+logged "$logs/compile.log" meson compile -C "$build_dir" "${targets[@]}"
+
+# --- the tests ---------------------------------------------------------------------------------
+if [[ $mode == test ]]; then
+  what="host, and the GPU suite of every step"
+  [[ $steps_given == no ]] || what="host, and the GPU suites of steps ${steps[*]%%_*}"
+  suites=(--no-suite exercises)
+  if [[ $with_exercises == yes ]]; then
+    suites=()
+    what="$what and of their exercise skeletons"
+  fi
+  say "running the tests: $what"
+  testlog=$build_dir/meson-logs/testlog.json
+  rm -f "$testlog"
+  status=0
+  meson test -C "$build_dir" --print-errorlogs "${suites[@]}" "${tests[@]}" || status=$?
+  # A GPU suite that cannot run (no GPU; a Hopper step on another GPU) exits 77, which meson
+  # reports as SKIP and does not count as a failure: say how many checked nothing.
+  if [[ -f $testlog ]]; then
+    summary=$(python3 - "$testlog" <<'PY'
+import json
+import sys
+
+skipped, gpu_suites = [], 0
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        test = json.loads(line)  # "name": "project:suite / test"
+        suite, _, name = test["name"].partition(" / ")
+        if suite.split(":")[-1] in ("gpu", "exercises"):
+            gpu_suites += 1
+            skipped += [name] if test["result"] == "SKIP" else []
+print(len(skipped), gpu_suites, " ".join(skipped))
+PY
+    ) || summary=""
+    read -r skipped gpu_suites skipped_names <<<"$summary"
+    if [[ $skipped -gt 0 && -n $no_gpu ]]; then
+      echo "run_all.sh: no GPU ($no_gpu): $skipped of $gpu_suites GPU suites skipped;" \
+        "nothing was checked on a GPU" >&2
+    elif [[ $skipped -gt 0 ]]; then
+      echo "run_all.sh: $skipped of $gpu_suites GPU suites skipped, so not checked on this GPU" \
+        "($build_dir/meson-logs/testlog.txt says why): $skipped_names" >&2
+    fi
+  fi
+  exit "$status"
+fi
+if [[ -n $no_gpu ]]; then
+  echo "run_all.sh: built; no NVIDIA GPU here ($no_gpu), so no step was run" >&2
+  exit 3
 fi
 
 # --- run every step ----------------------------------------------------------------------------
@@ -203,6 +327,7 @@ for i in "${!steps[@]}"; do
   if [[ $status -eq 3 ]]; then  # no GPU: nothing else will run either, and nothing is kept
     cat "$log" >&2
     rm -f "$csv.part" "$log"
+    rmdir "$results" 2>/dev/null || true
     exit 3
   fi
   if [[ $(wc -l <"$csv.part") -gt 1 ]]; then

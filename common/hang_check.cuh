@@ -17,9 +17,13 @@ inline constexpr bool kDebugHangs = false;
 
 // Each try of mbarrier.try_wait suspends the thread for a while before it reports "not yet", so
 // this many tries take seconds, far longer than any wait of a correct kernel.
-inline constexpr unsigned kHangTries = 1u << 24;
+inline constexpr unsigned kHangTries = 1u << 20;
 
-__device__ __noinline__ inline void report_hang(unsigned barrier, unsigned parity) {
+// Set by the first thread that gives up, so that one message is printed, not one per thread.
+static __device__ unsigned hang_reported = 0;
+
+static __device__ __noinline__ void report_hang(unsigned barrier, unsigned parity) {
+  if (atomicExch(&hang_reported, 1u) != 0) __trap();
   std::printf(
       "gemm: an mbarrier wait did not complete after %u tries: block (%d, %d, %d), thread %d, "
       "barrier at shared address 0x%x, waiting for the phase of parity %u\n",

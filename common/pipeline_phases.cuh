@@ -52,8 +52,8 @@ struct StageRing {
 // handed it back.
 template <int kBoxes, int kClusterSize, class Storage>
 __device__ __forceinline__ void produce(StageRing<Storage> const& ring, CUtensorMap const* a_map,
-                                        CUtensorMap const* b_map, int a_row, int b_col,
-                                        int k_begin, int k_end, unsigned rank,
+                                        CUtensorMap const* b_map, int a_row, int b_col, int k_begin,
+                                        int k_end, unsigned rank,
                                         PipelineState<StageRing<Storage>::kStages>& write) {
   constexpr std::uint32_t kBBoxBytes = 64 * 64 * 2;
   for (int k_tile = k_begin; k_tile < k_end; ++k_tile, write.advance()) {

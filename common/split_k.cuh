@@ -60,7 +60,7 @@ constexpr int kMinSliceKTiles = 4;
 
 // What a split costs beyond its share of the work, in k tiles: the writes of a slice's partial
 // sums, the reads of every slice by the one that finishes last, and its epilogue after them.
-// 8 k tiles fitted the shapes measured on the H100 (step 25's notebook).
+// 8 k tiles fitted the shapes measured on the H100.
 constexpr double kSplitOverheadKTiles = 8.0;
 
 // The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,

@@ -12,7 +12,7 @@ namespace gemm {
 // box_rows x box_cols elements (box_cols * 2 <= 128 bytes), stored in shared memory with the
 // 128-byte swizzle. Reads outside rows x cols return zeros. TMA needs the base address 16-byte
 // aligned and the row pitch a multiple of 16 bytes, i.e. gemm::rows_are_16_byte_aligned(data,
-// ld) (device_helpers.cuh; tma_operand.cuh makes a copy that qualifies). Throws
+// ld) (device_helpers.cuh; aligned_operand.cuh makes a copy that qualifies). Throws
 // std::runtime_error if the driver refuses the map.
 CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
                                  int box_cols);

@@ -59,8 +59,8 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 // c = alpha * acc + beta * c for C[row][col], C[row][col + 1], as bf16, reading C only when
 // beta != 0 and only inside the matrix (the pieces of C staged for a TMA store may overhang it;
 // TMA clips what lies outside).
-__device__ __forceinline__ __nv_bfloat162 scaled_pair(__nv_bfloat16 const* C, int ldc, int row, int col,
-                                                      int m, int n, float acc0, float acc1,
+__device__ __forceinline__ __nv_bfloat162 scaled_pair(__nv_bfloat16 const* C, int ldc, int row,
+                                                      int col, int m, int n, float acc0, float acc1,
                                                       float alpha, float beta) {
   float2 value = make_float2(alpha * acc0, alpha * acc1);
   if (beta != 0.0f && row < m && col < n) {
@@ -83,9 +83,10 @@ __device__ __forceinline__ __nv_bfloat162 scaled_pair(__nv_bfloat16 const* C, in
 // a warp's 32 four-byte writes over all 32 banks. `pieces` counts the pieces this warpgroup has
 // staged: it picks the buffer. `barrier_id` is the warpgroup's named barrier.
 template <int kWidth>
-__device__ __forceinline__ void store_tile(CUtensorMap const* c_map, __nv_bfloat16 (&staging)[2][64 * 64],
-                                           int& pieces, int barrier_id, __nv_bfloat16 const* C, int ldc,
-                                           int m, int n, float alpha, float beta, int first_row,
+__device__ __forceinline__ void store_tile(CUtensorMap const* c_map,
+                                           __nv_bfloat16 (&staging)[2][64 * 64], int& pieces,
+                                           int barrier_id, __nv_bfloat16 const* C, int ldc, int m,
+                                           int n, float alpha, float beta, int first_row,
                                            int first_col, float const (&acc)[kWidth / 2]) {
   int const lane = threadIdx.x % 32;
   int const row = (threadIdx.x / 32) % 4 * 16 + lane / 4;  // rows row and row + 8 of the 64
@@ -103,10 +104,11 @@ __device__ __forceinline__ void store_tile(CUtensorMap const* c_map, __nv_bfloat
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         int const r = row + 8 * half;
-        __nv_bfloat162 const value = scaled_pair(C, ldc, first_row + r, col, m, n,
-                                                 acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1],
-                                                 alpha, beta);
-        *reinterpret_cast<__nv_bfloat162*>(buffer + r * 64 + (chunk ^ (r % 8)) * 8 + t2) = value;
+        __nv_bfloat162 const value =
+            scaled_pair(C, ldc, first_row + r, col, m, n, acc[4 * j + 2 * half],
+                        acc[4 * j + 2 * half + 1], alpha, beta);
+        int const offset = r * 64 + (chunk ^ (r % 8)) * 8 + t2;  // in bf16
+        *reinterpret_cast<__nv_bfloat162*>(buffer + offset) = value;
       }
     }
     fence_proxy_async_shared();

@@ -59,11 +59,11 @@ void check_register_budgets(int threads, int producer, int consumer, int consume
   }();
   int const budget = 128 * (producer + consumers * consumer);
   if (budget > threads * allocated) {
-    throw std::runtime_error(
-        "bf16_gemm: the setmaxnreg budgets add up to " + std::to_string(budget) +
-        " registers, more than the " + std::to_string(threads * allocated) + " the block has (" +
-        std::to_string(threads) + " threads x " + std::to_string(allocated) +
-        "): setmaxnreg.inc would wait forever");
+    throw std::runtime_error("bf16_gemm: the setmaxnreg budgets add up to " +
+                             std::to_string(budget) + " registers, more than the " +
+                             std::to_string(threads * allocated) + " the block has (" +
+                             std::to_string(threads) + " threads x " + std::to_string(allocated) +
+                             "): setmaxnreg.inc would wait forever");
   }
 }
 

@@ -1,22 +1,43 @@
 #!/usr/bin/env python3
 """Reads the CSV rows that the step executables print with --csv, by column name, and turns
 them into what run_all.sh shows: one progress line per row, the Markdown progression tables
-(one per precision and problem shape), and the progression plot.
+(one per precision and problem shape), and the progression plot; and fills the measured table
+of every step's README from the canonical run.
 
 usage:
   results.py progress FILE.csv             one line per row: shape, GFLOPS, % of cuBLAS, check
   results.py table FILE.csv [FILE.csv ...]  the Markdown progression tables
   results.py plot FILE.csv OUT.png          GFLOPS per step, log scale (needs matplotlib)
+  results.py lessons CANONICAL.csv [--check] [README.md ...]
+                                            fill the measured tables of the step READMEs
+                                            (default: steps/*/README.md); --check rewrites
+                                            nothing and lists every table that differs
   results.py --help
+
+A step README marks where its table goes with two lines, and everything between them is
+replaced by a table generated from the canonical CSV (never edit it by hand):
+
+    <!-- measured table: step NN -->
+    <!-- end measured table -->
+
+The table has one row per problem size that the CSV has for step NN, in the CSV's order: step
+NN's GFLOPS, the GFLOPS of the step before it in the CSV (PP), the cuBLAS GFLOPS measured beside
+step NN, step NN's % of cuBLAS, and step NN's GFLOPS over step PP's. The first step of the CSV
+has no PP columns; where PP has another precision (step 14, the first BF16 step, after the FP32
+step 13), the column says so: "step 13 (FP32) GFLOPS". A result whose check failed says so
+beside its GFLOPS; "-" marks a size that PP was not measured at.
 
 "% of cuBLAS" is always the step's GFLOPS divided by cuBLAS's GFLOPS measured in the same
 process on the same inputs (equivalently cuBLAS's median time over the step's): the tables
 print both GFLOPS beside it, so every percentage can be recomputed from its own row.
 
-Exit status: 0 done, 2 bad usage or a CSV without the columns needed, 3 (plot) no matplotlib.
+Exit status: 0 done, 1 (lessons --check) a table differs, 2 bad usage, a CSV without the
+columns needed, or (lessons) a marker without its partner or a step the CSV does not have,
+3 (plot) no matplotlib.
 """
 import csv
 import io
+import pathlib
 import statistics
 import sys
 
@@ -33,6 +54,10 @@ PRECISION_TITLES = {
 
 
 class CsvError(Exception):
+    pass
+
+
+class LessonError(Exception):
     pass
 
 
@@ -56,6 +81,7 @@ def read_rows(texts):
                 raise CsvError(f"{name}:{number}: {len(fields)} fields, the header has "
                                f"{len(header)}")
             row = dict(zip(header, fields))
+            row["pct_cublas_text"] = row["pct_cublas"]  # as printed, for the lessons' tables
             for column in NUMERIC:
                 try:
                     row[column] = float(row[column])
@@ -110,6 +136,148 @@ def tables(rows):
     return "\n".join(out) + "\n"
 
 
+# --- the measured tables of the step READMEs --------------------------------------------------
+TABLE_BEGIN = "<!-- measured table: step "
+TABLE_END = "<!-- end measured table -->"
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+
+
+def size_label(row):
+    """4096^3 for a cube, else MxNxK."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    return f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
+
+
+def step_number(row):
+    try:
+        return int(row["step"])
+    except ValueError:
+        raise LessonError(f"step '{row['step']}' in the CSV is not a number") from None
+
+
+def with_check(value, check):
+    """A GFLOPS cell; a result that failed its check says so."""
+    return grouped(value) if check == "pass" else f"{grouped(value)} (check: {check})"
+
+
+def lesson_table(rows, step):
+    """The Markdown table of step `step` (an int): see the module's docstring."""
+    numbers = sorted({step_number(r) for r in rows})
+    if step not in numbers:
+        raise LessonError(f"step {step:02d} is not in the CSV (it has steps "
+                          f"{', '.join(f'{n:02d}' for n in numbers)})")
+    earlier = [n for n in numbers if n < step]
+    previous = earlier[-1] if earlier else None
+    mine = [r for r in rows if step_number(r) == step]
+    theirs = {size_label(r): r for r in rows if step_number(r) == previous}
+    sizes = [size_label(r) for r in mine]
+    for size in sizes:
+        if sizes.count(size) > 1:
+            raise LessonError(f"step {step:02d} has {sizes.count(size)} rows for {size} in the CSV")
+
+    header = ["size", f"step {step:02d} GFLOPS"]
+    if previous is not None:
+        previous_label = f"step {previous:02d}"
+        precisions = {r["precision"] for r in rows if step_number(r) == previous}
+        if precisions != {mine[0]["precision"]}:
+            previous_label += f" ({'/'.join(sorted(p.upper() for p in precisions))})"
+        header.append(f"{previous_label} GFLOPS")
+    header += ["cuBLAS GFLOPS", "% of cuBLAS"]
+    if previous is not None:
+        header.append(f"x step {previous:02d}")
+    lines = ["| " + " | ".join(header) + " |",
+             "|---" + "|---:" * (len(header) - 1) + "|"]
+    for r in mine:
+        cells = [size_label(r), with_check(r["gflops"], r["check"])]
+        other = theirs.get(size_label(r))
+        if previous is not None:
+            cells.append(with_check(other["gflops"], other["check"]) if other else "-")
+        cells += [with_check(r["cublas_gflops"], r["cublas_check"]), r["pct_cublas_text"] + "%"]
+        if previous is not None:
+            ratio = r["gflops"] / other["gflops"] if other and other["gflops"] > 0 else None
+            cells.append(f"{ratio:.2f}" if ratio is not None else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def fill_tables(text, rows, name):
+    """The text with every measured-table block filled, and [(line, step, changed)] for each
+    block. Raises LessonError naming the file and line of a malformed block or a step that the
+    CSV does not have."""
+    lines = text.split("\n")
+    out, blocks, i = [], [], 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        stripped = line.strip()
+        if stripped == TABLE_END:
+            raise LessonError(f"{name}:{i + 1}: '{TABLE_END}' without a '{TABLE_BEGIN}NN -->' "
+                              "before it")
+        if not stripped.startswith(TABLE_BEGIN):
+            i += 1
+            continue
+        number = stripped[len(TABLE_BEGIN):]
+        if not number.endswith(" -->") or not number[:-4].isdigit():
+            raise LessonError(f"{name}:{i + 1}: expected '{TABLE_BEGIN}NN -->' (NN: a step "
+                              f"number), found '{stripped}'")
+        step = int(number[:-4])
+        end = i + 1
+        while end < len(lines) and lines[end].strip() != TABLE_END:
+            if lines[end].strip().startswith(TABLE_BEGIN):
+                break
+            end += 1
+        if end == len(lines) or lines[end].strip() != TABLE_END:
+            raise LessonError(f"{name}:{i + 1}: the measured table of step {step:02d} has no "
+                              f"'{TABLE_END}' after it")
+        try:
+            table = [""] + lesson_table(rows, step) + [""]
+        except LessonError as error:
+            raise LessonError(f"{name}:{i + 1}: {error}") from None
+        blocks.append((i + 1, step, lines[i + 1:end] != table))
+        out += table + [lines[end]]
+        i = end + 1
+    return "\n".join(out), blocks
+
+
+def lessons(csv_name, rows, files, check):
+    """The `lessons` command; returns the exit status."""
+    if not files:
+        files = [(str(p.relative_to(REPOSITORY)), p)
+                 for p in sorted(REPOSITORY.glob("steps/*/README.md"))]
+    else:
+        files = [(f, pathlib.Path(f)) for f in files]
+    updates, errors, differing, count = [], [], [], 0
+    for name, path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+            filled, blocks = fill_tables(text, rows, name)
+        except (OSError, LessonError) as error:
+            errors.append(str(error))
+            continue
+        count += len(blocks)
+        differing += [(name, line, step) for line, step, changed in blocks if changed]
+        if filled != text:
+            updates.append((path, filled))
+    for error in errors:
+        print(f"results.py: {error}", file=sys.stderr)
+    if errors:
+        return 2
+    if check:
+        for name, line, step in differing:
+            print(f"{name}:{line}: the measured table of step {step:02d} differs from {csv_name}")
+        if differing:
+            print(f"results.py: {len(differing)} measured table(s) differ; to rewrite them: "
+                  f"python3 common/harness/results.py lessons {csv_name}", file=sys.stderr)
+            return 1
+        print(f"results.py: the {count} measured table(s) in {len(files)} file(s) match {csv_name}")
+        return 0
+    for path, filled in updates:
+        path.write_text(filled, encoding="utf-8")
+    print(f"results.py: {count} measured table(s) in {len(files)} file(s), {len(differing)} "
+          f"rewritten from {csv_name}", file=sys.stderr)
+    return 0
+
+
 def plot(rows, out_path):
     try:
         import matplotlib
@@ -153,15 +321,20 @@ def main(argv):
         print(__doc__.strip())
         return 0 if argv else 2
     command, files = argv[0], argv[1:]
-    expected = {"progress": (1, 1), "table": (1, None), "plot": (2, 2)}
+    check = False
+    if command == "lessons":
+        check = "--check" in files
+        files = [f for f in files if f != "--check"]
+    expected = {"progress": (1, 1), "table": (1, None), "plot": (2, 2), "lessons": (1, None)}
     if command not in expected:
-        print(f"results.py: unknown command '{command}' (progress, table, plot)", file=sys.stderr)
+        print(f"results.py: unknown command '{command}' (progress, table, plot, lessons)",
+              file=sys.stderr)
         return 2
     low, high = expected[command]
     if len(files) < low or (high is not None and len(files) > high):
         print(f"results.py: wrong number of files for '{command}'; see --help", file=sys.stderr)
         return 2
-    inputs = files[:1] if command == "plot" else files
+    inputs = files[:1] if command in ("plot", "lessons") else files
     try:
         texts = []
         for name in inputs:
@@ -179,6 +352,12 @@ def main(argv):
             print(line)
     elif command == "table":
         print(tables(rows), end="")
+    elif command == "lessons":
+        try:
+            return lessons(files[0], rows, files[1:], check)
+        except LessonError as error:
+            print(f"results.py: {error}", file=sys.stderr)
+            return 2
     else:
         return plot(rows, files[1])
     return 0

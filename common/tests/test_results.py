@@ -74,6 +74,94 @@ class Tables(unittest.TestCase):
         self.assertIn("pass (cuBLAS: FAIL)", self.text)
 
 
+class Lessons(unittest.TestCase):
+    """The measured tables of the step READMEs (results.py lessons)."""
+    CUBE, ODD = (4096, 4096, 4096), (1000, 3000, 2000)
+
+    def rows(self, *lines):
+        return results.read_rows([("canonical.csv", "\n".join([HEADER, *lines]))])
+
+    def setUp(self):
+        # Steps 12, 13 (FP32) and 14, 16 (BF16; no step 15 in this CSV), sizes in CSV order.
+        self.canonical = self.rows(
+            row("12", "autotuned_tile", self.CUBE, 46704.3, 49380.0),
+            row("12", "autotuned_tile", self.ODD, 30000.0, 40000.0),
+            row("13", "block_scheduling", self.CUBE, 45938.0, 49299.0),
+            row("13", "block_scheduling", self.ODD, 36000.0, 40000.0),
+            row("14", "wmma", self.ODD, 102684.0, 329526.0, precision="bf16"),
+            row("14", "wmma", self.CUBE, 202746.0, 720632.0, precision="bf16"),
+            row("16", "swizzled_pipeline", self.CUBE, 405492.0, 720632.0, precision="bf16"),
+            row("16", "swizzled_pipeline", (8192, 8192, 8192), 500000.0, 785545.0,
+                precision="bf16", check="FAIL"))
+
+    def test_first_step_has_no_previous_step(self):
+        self.assertEqual(results.lesson_table(self.canonical, 12), [
+            "| size | step 12 GFLOPS | cuBLAS GFLOPS | % of cuBLAS |",
+            "|---|---:|---:|---:|",
+            "| 4096^3 | 46,704 | 49,380 | 94.6% |",
+            "| 1000x3000x2000 | 30,000 | 40,000 | 75.0% |"])
+
+    def test_previous_step_ratio_and_size_order(self):
+        self.assertEqual(results.lesson_table(self.canonical, 13), [
+            "| size | step 13 GFLOPS | step 12 GFLOPS | cuBLAS GFLOPS | % of cuBLAS | x step 12 |",
+            "|---|---:|---:|---:|---:|---:|",
+            "| 4096^3 | 45,938 | 46,704 | 49,299 | 93.2% | 0.98 |",
+            "| 1000x3000x2000 | 36,000 | 30,000 | 40,000 | 90.0% | 1.20 |"])
+
+    def test_previous_precision_named_and_csv_order_kept(self):
+        table = results.lesson_table(self.canonical, 14)
+        self.assertEqual(table[0], "| size | step 14 GFLOPS | step 13 (FP32) GFLOPS | "
+                                   "cuBLAS GFLOPS | % of cuBLAS | x step 13 |")
+        self.assertEqual(table[2], "| 1000x3000x2000 | 102,684 | 36,000 | 329,526 | 31.2% | 2.85 |")
+        self.assertEqual(table[3], "| 4096^3 | 202,746 | 45,938 | 720,632 | 28.1% | 4.41 |")
+
+    def test_previous_step_present_not_number_minus_one(self):
+        table = results.lesson_table(self.canonical, 16)
+        self.assertIn("step 14 GFLOPS", table[0])
+        self.assertNotIn("(BF16)", table[0])
+        self.assertEqual(table[2], "| 4096^3 | 405,492 | 202,746 | 720,632 | 56.3% | 2.00 |")
+        # No step 14 row at 8192^3, and step 16's check failed there: both show.
+        self.assertEqual(table[3], "| 8192^3 | 500,000 (check: FAIL) | - | 785,545 | 63.7% | - |")
+
+    def test_percentage_as_printed_in_the_csv(self):
+        line = row("12", "autotuned_tile", self.CUBE, 1000.0, 3000.0).replace(",33.3,", ",33.34,")
+        self.assertIn("| 33.34% |", results.lesson_table(self.rows(line), 12)[2])
+
+    def test_step_not_in_csv_and_two_rows_of_one_size(self):
+        with self.assertRaisesRegex(results.LessonError, "step 15 is not in the CSV"):
+            results.lesson_table(self.canonical, 15)
+        twice = self.rows(row("12", "a", self.CUBE, 1.0, 2.0), row("12", "a", self.CUBE, 1.0, 2.0))
+        with self.assertRaisesRegex(results.LessonError, "2 rows for 4096"):
+            results.lesson_table(twice, 12)
+
+    def test_fill_replaces_only_the_blocks(self):
+        text = ("# Step 13\n\n## Measured\n\n<!-- measured table: step 13 -->\n"
+                "<!-- end measured table -->\n\nThe [results](x.md).\n\n"
+                "<!-- measured table: step 12 -->\n| an old | table |\n"
+                "<!-- end measured table -->\n")
+        filled, blocks = results.fill_tables(text, self.canonical, "README.md")
+        self.assertEqual(blocks, [(5, 13, True), (10, 12, True)])
+        self.assertTrue(filled.startswith("# Step 13\n\n## Measured\n\n"
+                                          "<!-- measured table: step 13 -->\n\n| size |"))
+        self.assertIn("| 0.98 |\n| 1000x3000x2000 | 36,000 | 30,000 | 40,000 | 90.0% | 1.20 |\n\n"
+                      "<!-- end measured table -->\n\nThe [results](x.md).\n", filled)
+        self.assertNotIn("an old", filled)
+        self.assertTrue(filled.endswith("| 75.0% |\n\n<!-- end measured table -->\n"))
+        again, blocks = results.fill_tables(filled, self.canonical, "README.md")
+        self.assertEqual(again, filled)
+        self.assertEqual(blocks, [(5, 13, False), (16, 12, False)])
+
+    def test_fill_errors_name_file_line_and_step(self):
+        cases = [("<!-- measured table: step 15 -->\n<!-- end measured table -->\n",
+                  "R.md:1: step 15 is not in the CSV"),
+                 ("x\n<!-- measured table: step 13 -->\n", "R.md:2: .*step 13 has no"),
+                 ("<!-- end measured table -->\n", "R.md:1: .*without"),
+                 ("<!-- measured table: step five -->\n", "R.md:1: expected")]
+        for text, message in cases:
+            with self.assertRaisesRegex(results.LessonError, message):
+                results.fill_tables(text, self.canonical, "R.md")
+
+
 class CommandLine(unittest.TestCase):
     def run_tool(self, *args):
         return subprocess.run([sys.executable, str(HERE.parent / "harness" / "results.py"), *args],
@@ -104,6 +192,31 @@ class CommandLine(unittest.TestCase):
             self.assertIn("8x8x8", progress.stdout)
             self.assertIn("50.0% of cuBLAS", progress.stdout)
             self.assertIn("| 05 | x | 30 | 60 | 50.0% |", self.run_tool("table", path).stdout)
+
+
+    def test_lessons_check_then_write(self):
+        with tempfile.TemporaryDirectory() as d:
+            csv_path = os.path.join(d, "canonical.csv")
+            pathlib.Path(csv_path).write_text("\n".join([
+                HEADER, row("01", "naive", (8, 8, 8), 30, 60),
+                row("02", "coalesced", (8, 8, 8), 45, 60)]) + "\n")
+            readme = pathlib.Path(d, "README.md")
+            blank = ("## Measured\n\n<!-- measured table: step 02 -->\n"
+                     "<!-- end measured table -->\n")
+            readme.write_text(blank)
+            check = self.run_tool("lessons", csv_path, "--check", str(readme))
+            self.assertEqual(check.returncode, 1)
+            self.assertIn(f"{readme}:3: the measured table of step 02 differs", check.stdout)
+            self.assertEqual(readme.read_text(), blank)  # --check writes nothing
+            self.assertEqual(self.run_tool("lessons", csv_path, str(readme)).returncode, 0)
+            self.assertIn("| 8^3 | 45 | 30 | 60 | 75.0% | 1.50 |", readme.read_text())
+            self.assertEqual(self.run_tool("lessons", csv_path, "--check", str(readme)).returncode,
+                             0)
+            other = pathlib.Path(d, "other.md")
+            other.write_text("<!-- measured table: step 03 -->\n<!-- end measured table -->\n")
+            missing = self.run_tool("lessons", csv_path, str(other))
+            self.assertEqual(missing.returncode, 2)
+            self.assertIn(f"{other}:1: step 03 is not in the CSV", missing.stderr)
 
 
 if __name__ == "__main__":

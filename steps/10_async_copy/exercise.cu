@@ -90,8 +90,8 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
     int const row = block_row + r;
     int const col = k0 + c;
     bool const valid = row < m && col < k;
-    cp_async_4(&a_tile[c * kAStride + r],
-                     valid ? A + static_cast<size_t>(row) * lda + col : A, valid);
+    cp_async_4(&a_tile[c * kAStride + r], valid ? A + static_cast<size_t>(row) * lda + col : A,
+               valid);
   }
   if constexpr (kAlignedB) {
     int const r = tid / (kBN / 4);
@@ -99,8 +99,8 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
     int const row = k0 + r;
     int const col = block_col + c;
     int const bytes = row < k ? 4 * max(0, min(4, n - col)) : 0;  // partial vector at the edge
-    cp_async_16(&b_tile[r * kBN + c],
-                      bytes > 0 ? B + static_cast<size_t>(row) * ldb + col : B, bytes);
+    cp_async_16(&b_tile[r * kBN + c], bytes > 0 ? B + static_cast<size_t>(row) * ldb + col : B,
+                bytes);
   } else {
 #pragma unroll
     for (int i = 0; i < kBK * kBN / kThreads; ++i) {
@@ -110,8 +110,7 @@ __device__ __forceinline__ void start_tile_copy(float* a_tile, float* b_tile, fl
       int const row = k0 + r;
       int const col = block_col + c;
       bool const valid = row < k && col < n;
-      cp_async_4(&b_tile[r * kBN + c], valid ? B + static_cast<size_t>(row) * ldb + col : B,
-                       valid);
+      cp_async_4(&b_tile[r * kBN + c], valid ? B + static_cast<size_t>(row) * ldb + col : B, valid);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Exercise: step 16, swizzled shared memory and a multistage pipeline. The kernel lives in
 // swizzled_pipeline.cuh; this skeleton has one TODO block, the tile configuration, whose
-// placeholder is step 15's tile and its three stages. It is correct, so the suite passes already: the
+// placeholder is step 15's tile and its three stages. It is correct, so the suite passes already:
+// the
 // TODO is about speed. Run build/sweep_16_swizzled_pipeline on your GPU and put the fastest
 // configuration here. The README's exercises work on the header itself.
 // Build and test: docs/teaching.md ("Exercise mode").

@@ -26,8 +26,7 @@ int main(int argc, char** argv) {
   return gemm::run_sweep<gemm::Bf16>(
       "step 16 tile sweep", argc, argv,
       {
-          candidate<TileConfig<128, 128, 32, 64, 64, 2, 1>>(
-              "128x128x32 w64x64 s2"),
+          candidate<TileConfig<128, 128, 32, 64, 64, 2, 1>>("128x128x32 w64x64 s2"),
           candidate<TileConfig<128, 128, 32, 64, 64, 3, 1>>("128x128x32 w64x64 s3 (step 15's)"),
           candidate<TileConfig<128, 128, 32, 64, 64, 4, 1>>("128x128x32 w64x64 s4"),
           candidate<TileConfig<128, 128, 32, 64, 64, 5, 1>>("128x128x32 w64x64 s5"),

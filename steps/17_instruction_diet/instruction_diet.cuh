@@ -272,8 +272,8 @@ __device__ __forceinline__ int stage_value(Stage stage) {
 template <class Cfg, bool kAligned, bool kPairs, bool kWholeBlocks>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM)
     instruction_diet_kernel(int m, int n, int k, float alpha, bf16 const* __restrict__ A, int lda,
-                             bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
-                             int ldc) {
+                            bf16 const* __restrict__ B, int ldb, float beta, bf16* __restrict__ C,
+                            int ldc) {
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   bf16* const shared = reinterpret_cast<bf16*>(shared_bytes);
   auto a_tile = [&](int stage) { return shared + stage * Cfg::kAStageElements; };

@@ -4,9 +4,9 @@
 //   build/sweep_17_instruction_diet [SIZE ...]      default: 4096 8192
 // To try a configuration of your own, add a line below; an invalid one fails a static_assert
 // in TileConfig that names the rule it broke.
+#include "instruction_diet.cuh"
 #include "precision.h"
 #include "sweep.h"
-#include "instruction_diet.cuh"
 
 namespace {
 

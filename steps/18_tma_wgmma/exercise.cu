@@ -1,8 +1,8 @@
-// Exercise: step 17, TMA and wgmma. Two TODO blocks, both where the shared-memory layout TMA
+// Exercise: step 18, TMA and wgmma. Two TODO blocks, both where the shared-memory layout TMA
 // writes meets the layout wgmma reads: the descriptor of B's tile (its two byte offsets) and the
 // row of C an accumulator register belongs to. The placeholders compile and run, and give wrong
-// results: the GPU suite fails until both are right. The README's sections "The shared-memory
-// matrix descriptor" and "The accumulator layout" have everything needed.
+// results: the GPU suite fails until both are right. The README and docs/09_hopper_primer.md
+// (the descriptor) have everything needed.
 // Build and test: docs/teaching.md ("Exercise mode").
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -11,24 +11,154 @@
 #include <stdexcept>
 #include <string>
 
+#include "aligned_operand.cuh"
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "hang_check.cuh"
+#include "launch.h"
 #include "tensor_map.h"
-#include "tma_operand.cuh"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
-using namespace gemm::hopper;
+
+// --- mbarrier -----------------------------------------------------------------------------------
+// A 64-bit barrier object in shared memory that counts arrivals *and* bytes: a thread announces
+// how many bytes a copy will bring (expect_tx), the copy engine counts them off as they land, and
+// the barrier's phase completes when both counts reach zero. Waiting means "until the phase of
+// this parity has completed" (0 for the first phase, 1 for the second, 0 again ...).
+
+// `arrivals` threads must arrive (besides the bytes announced) before a phase completes.
+__device__ __forceinline__ void mbarrier_init(std::uint32_t barrier, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(barrier), "r"(arrivals));
+}
+
+// Makes initialized barriers visible to the other threads and to the copy engine; a
+// __syncthreads() must follow before anyone uses them.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival, announcing that `bytes` more bytes will land before the phase may complete.
+__device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint32_t barrier,
+                                                             unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes)
+               : "memory");
+}
+
+// Whether the phase of parity `parity` has completed. try_wait suspends the thread for a while
+// before it answers "not yet", so a loop around it does not spin at full speed.
+__device__ __forceinline__ bool mbarrier_try_wait(std::uint32_t barrier, unsigned parity) {
+  unsigned done = 0;
+  asm volatile(
+      "{\n"
+      ".reg .pred complete;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, complete;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(barrier), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Waits until the phase of parity `parity` has completed. In the debug build
+// (common/hang_check.cuh) a wait that never completes reports itself and traps.
+__device__ __forceinline__ void mbarrier_wait(std::uint32_t barrier, unsigned parity) {
+  if constexpr (gemm::kDebugHangs) {
+    for (unsigned tries = 1; !mbarrier_try_wait(barrier, parity); ++tries) {
+      if (tries == gemm::kHangTries) gemm::report_hang(barrier, parity);
+    }
+  } else {
+    while (!mbarrier_try_wait(barrier, parity)) {
+    }
+  }
+}
+
+// --- TMA ----------------------------------------------------------------------------------------
+// Copies the box at coordinates (inner, outer) of `map` (inner = the contiguous dimension) to
+// shared address `destination`; the bytes count off on `barrier`. The tensor map must live in
+// kernel parameter space (a const __grid_constant__ parameter) or in global memory.
+__device__ __forceinline__ void tma_load_2d(std::uint32_t destination, CUtensorMap const* map,
+                                            int inner, int outer, std::uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(inner), "r"(outer), "r"(barrier)
+      : "memory");
+}
+
+// --- wgmma --------------------------------------------------------------------------------------
+// A shared-memory matrix descriptor for a tile stored with the 128-byte swizzle (what TMA writes
+// with CU_TENSOR_MAP_SWIZZLE_128B): bits 0-13 the start address, 16-29 the "leading" byte offset,
+// 32-45 the "stride" byte offset (all three in units of 16 bytes), bits 49-51 the base offset
+// (where the start lies in the swizzle pattern, which repeats every 1024 bytes: 0 for a tile that
+// starts 1024-byte aligned, as every tile here does), bits 62-63 the swizzle mode (1 = 128 bytes).
+// A start inside the tile (the next 16 k of a K-major tile are 32 bytes further) is fine: the
+// hardware swizzles the final addresses.
+__device__ __forceinline__ std::uint64_t swizzle128_descriptor(std::uint32_t start,
+                                                               std::uint32_t leading_bytes,
+                                                               std::uint32_t stride_bytes) {
+  return static_cast<std::uint64_t>((start & 0x3FFFF) >> 4) |
+         static_cast<std::uint64_t>(leading_bytes >> 4) << 16 |
+         static_cast<std::uint64_t>(stride_bytes >> 4) << 32 | 1ull << 62;
+}
+
+// Orders this thread's earlier register accesses before the wgmma that follow (the accumulators
+// are registers wgmma reads and writes asynchronously).
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+// Closes the wgmma issued since the last commit into one group.
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// Waits until at most `kPending` committed groups are still running.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// D (64 x 128, FP32, 64 registers per thread) += A (64 x 16) * B (16 x 128), bf16, both from
+// shared memory. The trailing immediates: scale-d = 1 (accumulate), scale-a = scale-b = 1, A not
+// transposed (K-major: a row of the row-major A is contiguous along k), B transposed (N-major: a
+// row of the row-major B is contiguous along n). Warp w of the warpgroup owns rows 16 w .. 16 w +
+// 15 of D; within them each 8-column block j is laid out as one mma.sync m16n8 tile: with g =
+// lane / 4 and t = lane % 4, floats 4 j + 0, 1 are row g, columns 8 j + 2 t, +1, and floats
+// 4 j + 2, 3 are row g + 8, the same columns.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t a_descriptor,
+                                                      std::uint64_t b_descriptor) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, 1, 1, 1, 0, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(a_descriptor), "l"(b_descriptor));
+}
+
+// --- the kernel ---------------------------------------------------------------------------------
 
 constexpr int kBM = 128;       // block tile rows: two wgmma of 64 rows
 constexpr int kBN = 128;       // block tile columns: the N of one wgmma
 constexpr int kBK = 64;        // k tile: 64 bf16 = 128 bytes, one swizzle span per row of A
 constexpr int kStages = 4;     // shared buffers in the ring
 constexpr int kThreads = 128;  // one warpgroup
-constexpr int kGroupM = 8;     // grouped block order (steps 13 and 16)
+constexpr int kGroupM = 8;     // grouped block order (step 13)
 constexpr int kBoxN = 64;      // B is copied in boxes 64 columns (128 bytes) wide
 constexpr int kWgmmaK = 16;    // k per wgmma
 
@@ -112,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       start_tile(tile);
   }
 
-  // Rows 0-63 and 64-127 of the tile: 64 floats per thread each (see hopper.cuh for the layout).
+  // Rows 0-63 and 64-127 of the tile: 64 floats per thread each (layout at wgmma_m64n128k16_bf16).
   float acc[2][64] = {};
 
   for (int tile = 0; tile < k_tiles; ++tile) {
@@ -172,21 +302,16 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
   long long const tiles = static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, kBN);
   if (tiles > 0x7fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles for one grid");
-  // Operands TMA cannot describe (odd leading dimension, unaligned base) are copied first.
-  TmaOperand const a(A, m, k, lda, stream);
-  TmaOperand const b(B, k, n, ldb, stream);
+  // Operands TMA cannot describe (odd leading dimension, unaligned base) are first copied into
+  // aligned rows (common/aligned_operand.cuh; step 22 explains the copy).
+  AlignedOperand const a(A, m, k, lda, must_copy(A, lda), stream);
+  AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
   CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   bool const pairs = rows_are_aligned<4>(C, ldc);
   dispatch_bool(pairs, [&](auto kPairs) {
-    auto const kernel = tma_wgmma_kernel<kPairs()>;
-    static cudaError_t const opt_in =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    if (opt_in != cudaSuccess) {
-      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
-                               cudaGetErrorString(opt_in) + ")");
-    }
+    constexpr auto kernel = tma_wgmma_kernel<kPairs()>;
+    opt_in_shared_memory<kernel>(kSharedBytes);
     kernel<<<static_cast<unsigned>(tiles), kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k,
                                                                              alpha, beta, C, ldc);
   });

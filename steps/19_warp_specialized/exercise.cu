@@ -1,4 +1,4 @@
-// Exercise: step 18, warp specialization. Two TODO blocks, one per role: where the producer
+// Exercise: step 19, warp specialization. Two TODO blocks, one per role: where the producer
 // points TMA for each of B's boxes, and which rows of the tile a consumer warpgroup multiplies.
 // The placeholders compile and run, and give wrong results: the GPU suite fails until both are
 // right. The barrier protocol around them is the solution's; the README's exercises change it.
@@ -10,17 +10,76 @@
 #include <stdexcept>
 #include <string>
 
+#include "aligned_operand.cuh"
 #include "async_copy.cuh"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "launch.h"
+#include "mbarrier.cuh"
 #include "tensor_map.h"
-#include "tma_operand.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
 using namespace gemm::hopper;
+
+// --- register budgets ---------------------------------------------------------------------------
+
+// setmaxnreg: a warpgroup gives registers back to its block's pool (dec) or takes more from it
+// (inc). Every warp of the warpgroup executes it; the count is a multiple of 8 in [24, 256].
+template <int kRegisters>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+// The pool belongs to the block and holds what the block was given at launch: its threads times
+// the registers per thread ptxas allocated. __launch_bounds__(threads, 1) lets ptxas allocate the
+// SM's 65,536 split evenly, rounded down to the allocation unit of 8: 168 for 384 threads, 64,512
+// in all. setmaxnreg.inc waits until the pool has enough, so budgets beyond that wait forever.
+constexpr int launch_registers_per_thread(int threads) {
+  return 65536 / threads / 8 * 8;
+}
+
+// The same check against the kernel as compiled, once, before its first launch.
+template <auto kKernel>
+void check_register_budgets(int threads, int producer, int consumer, int consumers) {
+  static int const allocated = [] {
+    cudaFuncAttributes attributes{};
+    gemm::check_cuda(cudaFuncGetAttributes(&attributes, kKernel), "cudaFuncGetAttributes");
+    return attributes.numRegs;
+  }();
+  int const budget = 128 * (producer + consumers * consumer);
+  if (budget > threads * allocated) {
+    throw std::runtime_error("bf16_gemm: the setmaxnreg budgets add up to " +
+                             std::to_string(budget) + " registers, more than the " +
+                             std::to_string(threads * allocated) + " the block has at launch");
+  }
+}
+
+// --- the ring of stages -------------------------------------------------------------------------
+
+// Where a walk around the ring of kStages stages is: the stage, and the parity of the phase its
+// barriers are in on this pass (0 on the first pass, 1 on the second, ...).
+template <int kStages>
+struct PipelineState {
+  int stage = 0;
+  unsigned phase = 0;
+
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// --- the tile -----------------------------------------------------------------------------------
 
 constexpr int kBM = 128;       // block tile rows: 64 per consumer warpgroup
 constexpr int kBN = 256;       // block tile columns: the N of one wgmma
@@ -31,28 +90,39 @@ constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kGroupM = 8;
 constexpr int kBoxN = 64;  // B is copied in boxes 64 columns (128 bytes) wide
 constexpr int kWgmmaK = 16;
-// Register budgets after setmaxnreg: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536.
+// Register budgets after setmaxnreg: 128 x 40 + 256 x 232 = 64,512, all of the launch allocation.
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 
-constexpr std::uint32_t kABytes = kBM * kBK * 2;               // 16 KB
-constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;          // 8 KB
-constexpr std::uint32_t kBBytes = kBBoxBytes * (kBN / kBoxN);  // 32 KB
-constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
-constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
-
 static_assert(kBK * 2 == 128, "a row of A's tile must be exactly one 128-byte swizzle span");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows of the tile");
-static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
-              "the register budgets must fit the SM's register file");
+static_assert(128 * (kProducerRegisters + kConsumers * kConsumerRegisters) <=
+                  kThreads * launch_registers_per_thread(kThreads),
+              "the register budgets must fit what the block is given at launch");
 
-// The descriptors, as in step 17: A K-major (64-row half `half`, k step kk at +32 bytes per
+// The block's shared memory. Each stage starts on a 1024-byte boundary, as the 128-byte swizzle
+// wants: A's tile (kBM rows of 128 bytes), then B's tile (kBN / 64 boxes of kBK rows x 128 bytes).
+struct SharedStorage {
+  struct Stage {
+    alignas(1024) bf16 a[kBM * kBK];  // 16 KB
+    alignas(1024) bf16 b[kBK * kBN];  // 32 KB
+  };
+  Stage stages[kStages];
+  std::uint64_t full[kStages];   // the producer's arrival + TMA's bytes
+  std::uint64_t empty[kStages];  // one arrival per consumer warp
+};
+constexpr std::uint32_t kStageBytes = sizeof(SharedStorage::Stage);  // 48 KB
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;                // 8 KB
+// 1024 bytes of slack to align the storage: dynamic shared memory is only 16-byte aligned.
+constexpr int kSharedBytes = sizeof(SharedStorage) + 1024;
+
+// The descriptors, as in step 18: A K-major (64-row half `half`, k step kk at +32 bytes per
 // step), B N-major (k step kk at +16 rows of 128 bytes; 64-column boxes kBBoxBytes apart).
-__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_stage, int half, int kk) {
-  return swizzle128_descriptor(a_stage + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_tile, int half, int kk) {
+  return swizzle128_descriptor(a_tile + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
 }
-__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int kk) {
-  return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int kk) {
+  return swizzle128_descriptor(b_tile + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
 template <bool kPairs>
@@ -61,13 +131,13 @@ __global__ void __launch_bounds__(kThreads, 1)
                             const __grid_constant__ CUtensorMap b_map, int m, int n, int k,
                             float alpha, float beta, bf16* __restrict__ C, int ldc) {
   extern __shared__ unsigned char shared_bytes[];
-  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
-  auto a_stage = [&](int stage) { return shared_base + stage * kStageBytes; };
-  auto b_stage = [&](int stage) { return shared_base + stage * kStageBytes + kABytes; };
-  auto full = [&](int stage) { return shared_base + kStages * kStageBytes + stage * 8; };
-  auto empty = [&](int stage) {
-    return shared_base + kStages * kStageBytes + (kStages + stage) * 8;
-  };
+  std::uint32_t const base = gemm::shared_address(shared_bytes);
+  SharedStorage& shared =
+      *reinterpret_cast<SharedStorage*>(shared_bytes + (1024 - base % 1024) % 1024);
+  auto a_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].a); };
+  auto b_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].b); };
+  auto full = [&](int stage) { return gemm::shared_address(&shared.full[stage]); };
+  auto empty = [&](int stage) { return gemm::shared_address(&shared.empty[stage]); };
 
   int tile_m = 0;
   int tile_n = 0;
@@ -91,18 +161,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     // --- producer ---------------------------------------------------------------------------
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      for (int tile = 0; tile < k_tiles; ++tile) {
-        int const stage = tile % kStages;
+      PipelineState<kStages> write;
+      for (int tile = 0; tile < k_tiles; ++tile, write.advance()) {
         // Wait until the consumers have handed the stage back. An mbarrier starts in phase 0,
         // still running; waiting for parity 1 (the phase "before" it) returns at once, so the
         // first pass around the ring does not wait. Then parity 0, 1, 0 ... per pass.
-        mbarrier_wait(empty(stage), (tile / kStages + 1) % 2);
-        mbarrier_arrive_expect_bytes(full(stage), kStageBytes);
-        tma_load_2d(a_stage(stage), &a_map, tile * kBK, block_row, full(stage));
+        mbarrier_wait(empty(write.stage), write.phase ^ 1);
+        mbarrier_arrive_expect_bytes(full(write.stage), kStageBytes);
+        tma_load_2d(a_tile(write.stage), &a_map, tile * kBK, block_row, full(write.stage));
         for (int box = 0; box < kBN / kBoxN; ++box) {
           // TODO(student): box `box` holds columns box * 64 .. box * 64 + 63 of B's tile: its
           // destination in the stage and its coordinates (column, then row) in B
-          tma_load_2d(b_stage(stage), &b_map, block_col, tile * kBK, full(stage));  // placeholder
+          tma_load_2d(b_tile(write.stage), &b_map, block_col, tile * kBK,
+                      full(write.stage));  // placeholder
           // END TODO
         }
       }
@@ -118,24 +189,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   // END TODO
   int const lane = threadIdx.x % 32;
   float acc[128] = {};
-  for (int tile = 0; tile < k_tiles; ++tile) {
-    int const stage = tile % kStages;
-    mbarrier_wait(full(stage), (tile / kStages) % 2);
+  PipelineState<kStages> read;     // the stage the next wgmma read
+  PipelineState<kStages> release;  // the stage to hand back next, one behind
+  for (int tile = 0; tile < k_tiles; ++tile, read.advance()) {
+    mbarrier_wait(full(read.stage), read.phase);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-      wgmma_m64n256k16_bf16(acc, a_descriptor(a_stage(stage), consumer, kk),
-                            b_descriptor(b_stage(stage), kk));
+      wgmma_m64n256k16_bf16(acc, a_descriptor(a_tile(read.stage), consumer, kk),
+                            b_descriptor(b_tile(read.stage), kk));
     }
     wgmma_commit();
     // Keep this tile's wgmma running; once the previous tile's are done, hand its stage back.
     wgmma_wait<1>();
-    if (tile > 0 && lane == 0) mbarrier_arrive(empty((tile - 1) % kStages));
+    if (tile > 0) {
+      if (lane == 0) mbarrier_arrive(empty(release.stage));
+      release.advance();
+    }
   }
   wgmma_wait<0>();
 
-  // Epilogue from the accumulators (layout in hopper.cuh): warp w of this consumer holds rows
-  // 16 w .. 16 w + 15 of its 64; float 4 j + {0, 1} is (row g, columns 8 j + 2 t, +1) and
+  // Epilogue from the accumulators (layout in common/wgmma.cuh): warp w of this consumer holds
+  // rows 16 w .. 16 w + 15 of its 64; float 4 j + {0, 1} is (row g, columns 8 j + 2 t, +1) and
   // 4 j + {2, 3} the same columns of row g + 8.
   int const warp = (threadIdx.x / 32) % 4;
   int const g = lane / 4;
@@ -162,20 +237,15 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
   long long const tiles = static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, kBN);
   if (tiles > 0x7fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles for one grid");
-  TmaOperand const a(A, m, k, lda, stream);
-  TmaOperand const b(B, k, n, ldb, stream);
+  AlignedOperand const a(A, m, k, lda, must_copy(A, lda), stream);
+  AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
   CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   bool const pairs = rows_are_aligned<4>(C, ldc);
   dispatch_bool(pairs, [&](auto kPairs) {
-    auto const kernel = warp_specialized_kernel<kPairs()>;
-    static cudaError_t const opt_in =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    if (opt_in != cudaSuccess) {
-      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
-                               cudaGetErrorString(opt_in) + ")");
-    }
+    constexpr auto kernel = warp_specialized_kernel<kPairs()>;
+    opt_in_shared_memory<kernel>(kSharedBytes);
+    check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
     kernel<<<static_cast<unsigned>(tiles), kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k,
                                                                              alpha, beta, C, ldc);
   });

@@ -126,7 +126,7 @@ struct SharedStorage {
   std::uint64_t empty[kStages];  // one arrival per consumer warp
 };
 constexpr std::uint32_t kStageBytes = sizeof(SharedStorage::Stage);  // 48 KB
-constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;                // 8 KB
 // 1024 bytes of slack to align the storage: dynamic shared memory is only 16-byte aligned.
 constexpr int kSharedBytes = sizeof(SharedStorage) + 1024;
 

@@ -1,4 +1,4 @@
-// Exercise: step 19, persistent blocks. One TODO block: the tiles a consumer walks. The
+// Exercise: step 20, persistent blocks. One TODO block: the tiles a consumer walks. The
 // placeholder compiles and stops after each block's first tile, so every problem with more
 // tiles than the GPU has SMs comes out wrong (the suite has one: 2048 x 4608 x 100, 288 tiles).
 // The README's exercises take the barrier protocol across tiles apart.
@@ -9,15 +9,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
-#include <string>
 
-#include "async_copy.cuh"
+#include "aligned_operand.cuh"
 #include "cuda_check.h"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "launch.h"
+#include "mbarrier.cuh"
 #include "tensor_map.h"
-#include "tma_operand.cuh"
+#include "tma.cuh"
+#include "warp_specialization.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
@@ -33,28 +35,34 @@ constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kGroupM = 8;
 constexpr int kBoxN = 64;  // B is copied in boxes 64 columns (128 bytes) wide
 constexpr int kWgmmaK = 16;
-// Register budgets after setmaxnreg: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536.
-constexpr int kProducerRegisters = 40;
+constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 = 64,512: step 19's budgets
 constexpr int kConsumerRegisters = 232;
-
-constexpr std::uint32_t kABytes = kBM * kBK * 2;               // 16 KB
-constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;          // 8 KB
-constexpr std::uint32_t kBBytes = kBBoxBytes * (kBN / kBoxN);  // 32 KB
-constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
-constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 
 static_assert(kBK * 2 == 128, "a row of A's tile must be exactly one 128-byte swizzle span");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows of the tile");
-static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
-              "the register budgets must fit the SM's register file");
+static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
+              "the register budgets must fit what the block is given at launch");
 
-// The descriptors, as in step 17: A K-major (64-row half `half`, k step kk at +32 bytes per
-// step), B N-major (k step kk at +16 rows of 128 bytes; 64-column boxes kBBoxBytes apart).
-__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_stage, int half, int kk) {
-  return swizzle128_descriptor(a_stage + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
+// Step 19's shared memory.
+struct SharedStorage {
+  struct Stage {
+    alignas(1024) bf16 a[kBM * kBK];  // 16 KB
+    alignas(1024) bf16 b[kBK * kBN];  // 32 KB
+  };
+  Stage stages[kStages];
+  std::uint64_t full[kStages];
+  std::uint64_t empty[kStages];
+};
+constexpr std::uint32_t kStageBytes = sizeof(SharedStorage::Stage);
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
+constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+
+// The descriptors, as in step 18.
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_tile, int half, int kk) {
+  return swizzle128_descriptor(a_tile + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
 }
-__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int kk) {
-  return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int kk) {
+  return swizzle128_descriptor(b_tile + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
 template <bool kPairs>
@@ -63,13 +71,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                       const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
                       float beta, bf16* __restrict__ C, int ldc) {
   extern __shared__ unsigned char shared_bytes[];
-  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
-  auto a_stage = [&](int stage) { return shared_base + stage * kStageBytes; };
-  auto b_stage = [&](int stage) { return shared_base + stage * kStageBytes + kABytes; };
-  auto full = [&](int stage) { return shared_base + kStages * kStageBytes + stage * 8; };
-  auto empty = [&](int stage) {
-    return shared_base + kStages * kStageBytes + (kStages + stage) * 8;
-  };
+  SharedStorage& shared = shared_storage<SharedStorage>(shared_bytes);
+  auto a_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].a); };
+  auto b_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].b); };
+  auto full = [&](int stage) { return gemm::shared_address(&shared.full[stage]); };
+  auto empty = [&](int stage) { return gemm::shared_address(&shared.empty[stage]); };
 
   int const tiles_m = gemm::ceil_div(m, kBM);
   int const tiles_n = gemm::ceil_div(n, kBN);
@@ -79,33 +85,34 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      mbarrier_init(full(stage), 1);                // the producer's arrival (+ bytes)
-      mbarrier_init(empty(stage), 4 * kConsumers);  // one arrival per consumer warp
+      mbarrier_init(full(stage), 1);
+      mbarrier_init(empty(stage), 4 * kConsumers);
     }
     fence_barrier_init();
   }
-  __syncthreads();  // the last block-wide barrier: from here on the roles only meet at mbarriers
+  __syncthreads();
 
   if (warpgroup == 0) {
     // --- producer ---------------------------------------------------------------------------
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      // `load` counts the k tiles this block has loaded over all its tiles: the ring, and the
-      // barriers' phases, run on from one output tile to the next.
-      int load = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      // One walk around the ring for all of this block's tiles: the ring, and the barriers'
+      // phases, run on from one output tile to the next.
+      PipelineState<kStages> write;
+      // TODO(student): the tiles this block computes: the same sequence the producer loads
+      for (int tile = blockIdx.x; tile < tiles && tile < static_cast<int>(gridDim.x);
+           tile += gridDim.x) {  // placeholder
+                                 // END TODO
         int tile_m = 0;
         int tile_n = 0;
         gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
-        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
-          int const stage = load % kStages;
-          // As in step 18: parity 1 on the first pass returns at once, then 0, 1, 0 ...
-          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
-          mbarrier_arrive_expect_bytes(full(stage), kStageBytes);
-          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
+        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, write.advance()) {
+          mbarrier_wait(empty(write.stage), write.phase ^ 1);
+          mbarrier_arrive_expect_bytes(full(write.stage), kStageBytes);
+          tma_load_2d(a_tile(write.stage), &a_map, k_tile * kBK, tile_m * kBM, full(write.stage));
           for (int box = 0; box < kBN / kBoxN; ++box) {
-            tma_load_2d(b_stage(stage) + box * kBBoxBytes, &b_map, tile_n * kBN + box * kBoxN,
-                        k_tile * kBK, full(stage));
+            tma_load_2d(b_tile(write.stage) + box * kBBoxBytes, &b_map, tile_n * kBN + box * kBoxN,
+                        k_tile * kBK, full(write.stage));
           }
         }
       }
@@ -115,16 +122,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // --- consumers ----------------------------------------------------------------------------
   claim_registers<kConsumerRegisters>();
-  int const consumer = warpgroup - 1;  // rows 64 consumer .. 64 consumer + 63 of the tile
+  int const consumer = warpgroup - 1;
   int const lane = threadIdx.x % 32;
   int const warp = (threadIdx.x / 32) % 4;
   int const g = lane / 4;
   int const t2 = (lane % 4) * 2;
-  int load = 0;  // the same count as the producer's
-  // TODO(student): the tiles this block computes: the same sequence the producer loads
-  for (int tile = blockIdx.x; tile < tiles && tile < static_cast<int>(gridDim.x);
-       tile += gridDim.x) {  // placeholder
-    // END TODO
+  PipelineState<kStages> read;     // the same walk as the producer's
+  PipelineState<kStages> release;  // one behind
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     int tile_m = 0;
     int tile_n = 0;
     gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
@@ -132,25 +137,28 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i)
       acc[i] = 0.0f;
-    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
-      int const stage = load % kStages;
-      mbarrier_wait(full(stage), (load / kStages) % 2);
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, read.advance()) {
+      mbarrier_wait(full(read.stage), read.phase);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-        wgmma_m64n256k16_bf16(acc, a_descriptor(a_stage(stage), consumer, kk),
-                              b_descriptor(b_stage(stage), kk));
+        wgmma_m64n256k16_bf16(acc, a_descriptor(a_tile(read.stage), consumer, kk),
+                              b_descriptor(b_tile(read.stage), kk));
       }
       wgmma_commit();
       wgmma_wait<1>();
-      if (k_tile > 0 && lane == 0) mbarrier_arrive(empty((load - 1) % kStages));
+      if (k_tile > 0) {
+        if (lane == 0) mbarrier_arrive(empty(release.stage));
+        release.advance();
+      }
     }
     // The tile's last stage is handed back once its wgmma are done: the producer is already
     // filling the other stages with the next tile's k tiles while this epilogue runs.
     wgmma_wait<0>();
-    if (lane == 0) mbarrier_arrive(empty((load - 1) % kStages));
+    if (lane == 0) mbarrier_arrive(empty(release.stage));
+    release.advance();
 
-    // Epilogue from the accumulators, as in step 18.
+    // Epilogue from the accumulators, as in step 19.
     int const row = tile_m * kBM + consumer * 64 + warp * 16 + g;
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
@@ -182,20 +190,15 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute");
   unsigned const blocks = static_cast<unsigned>(std::min<long long>(tiles, sms));
-  TmaOperand const a(A, m, k, lda, stream);
-  TmaOperand const b(B, k, n, ldb, stream);
+  AlignedOperand const a(A, m, k, lda, must_copy(A, lda), stream);
+  AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
   CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   bool const pairs = rows_are_aligned<4>(C, ldc);
   dispatch_bool(pairs, [&](auto kPairs) {
-    auto const kernel = persistent_kernel<kPairs()>;
-    static cudaError_t const opt_in =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    if (opt_in != cudaSuccess) {
-      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
-                               cudaGetErrorString(opt_in) + ")");
-    }
+    constexpr auto kernel = persistent_kernel<kPairs()>;
+    opt_in_shared_memory<kernel>(kSharedBytes);
+    check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
     kernel<<<blocks, kThreads, kSharedBytes, stream>>>(a_map, b_map, m, n, k, alpha, beta, C, ldc);
   });
   check_launch("bf16_gemm");

@@ -1,4 +1,4 @@
-// Exercise: step 20, clusters and TMA multicast. Two TODO blocks: which tile of its pair each
+// Exercise: step 21, clusters and TMA multicast. Two TODO blocks: which tile of its pair each
 // block of the cluster computes, once where the producer loads A and once where the consumers
 // write C. The placeholders compile and give both blocks the upper tile, so the lower tile of
 // every pair is never written and every problem with more than one tile row comes out wrong.
@@ -10,20 +10,71 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
-#include <string>
 
-#include "async_copy.cuh"
+#include "aligned_operand.cuh"
 #include "cuda_check.h"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "launch.h"
+#include "mbarrier.cuh"
 #include "tensor_map.h"
-#include "tma_operand.cuh"
+#include "tma.cuh"
+#include "warp_specialization.cuh"
+#include "wgmma.cuh"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
 using namespace gemm::hopper;
+
+// --- clusters -----------------------------------------------------------------------------------
+
+// This block's rank in its cluster: 0 .. cluster size - 1.
+__device__ __forceinline__ unsigned cluster_block_rank() {
+  unsigned rank = 0;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// Every thread of every block of the cluster arrives, then waits for all the others: a
+// __syncthreads() across the cluster, with release/acquire ordering at cluster scope.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;\n" ::
+          : "memory");
+}
+
+// tma_load_2d, multicast: the same box lands at the same shared offset in every block of the
+// cluster named in `cta_mask` (bit r = the block of cluster rank r), and each landing counts off
+// on the barrier at `barrier`'s offset in that block.
+__device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t destination,
+                                                      CUtensorMap const* map, int inner, int outer,
+                                                      std::uint32_t barrier,
+                                                      std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(inner), "r"(outer), "r"(barrier), "h"(cta_mask)
+      : "memory");
+}
+
+// One arrival on the barrier at shared address `barrier`, but in the block of cluster rank `rank`
+// (mapa translates a local shared address to the same offset in another block). It keeps
+// mbarrier.arrive's default semantics, as CUTLASS's ClusterBarrier does: what it hands back is a
+// stage whose wgmma have completed (wgmma_wait), nothing the other block must see.
+__device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t barrier, unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(barrier),
+      "r"(rank)
+      : "memory");
+}
+
+// --- the tile -----------------------------------------------------------------------------------
 
 constexpr int kBM = 128;         // block tile rows: 64 per consumer warpgroup
 constexpr int kBN = 256;         // block tile columns: the N of one wgmma
@@ -32,30 +83,39 @@ constexpr int kStages = 4;       // 4 x 48 KB of the 227 KB a block may have
 constexpr int kConsumers = 2;    // consumer warpgroups
 constexpr int kClusterSize = 2;  // blocks per cluster: two M-adjacent tiles, one B tile
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kGroupM = 4;  // in cluster tiles: 8 tile rows, as in step 19
+constexpr int kGroupM = 4;  // in cluster tiles: 8 tile rows, as in step 20
 constexpr int kBoxN = 64;   // B is copied in boxes 64 columns (128 bytes) wide
 constexpr int kBoxes = kBN / kBoxN;
 constexpr int kWgmmaK = 16;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 
-constexpr std::uint32_t kABytes = kBM * kBK * 2;          // 16 KB
-constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;     // 8 KB
-constexpr std::uint32_t kBBytes = kBBoxBytes * kBoxes;    // 32 KB, half of it from the partner
-constexpr std::uint32_t kStageBytes = kABytes + kBBytes;  // what lands in each block per stage
-constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
-
 static_assert(kBK * 2 == 128, "a row of A's tile must be exactly one 128-byte swizzle span");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows of the tile");
 static_assert(kBoxes % kClusterSize == 0, "each block multicasts the same number of B boxes");
-static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
-              "the register budgets must fit the SM's register file");
+static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
+              "the register budgets must fit what the block is given at launch");
 
-__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_stage, int half, int kk) {
-  return swizzle128_descriptor(a_stage + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
+// Step 19's shared memory. Both blocks of a cluster lay it out alike, so a stage or barrier sits
+// at the same shared address in each: what multicast and mbarrier_arrive_cluster rely on.
+struct SharedStorage {
+  struct Stage {
+    alignas(1024) bf16 a[kBM * kBK];  // 16 KB
+    alignas(1024) bf16 b[kBK * kBN];  // 32 KB, half of it from the partner
+  };
+  Stage stages[kStages];
+  std::uint64_t full[kStages];
+  std::uint64_t empty[kStages];
+};
+constexpr std::uint32_t kStageBytes = sizeof(SharedStorage::Stage);  // lands in each block
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;                // 8 KB
+constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_tile, int half, int kk) {
+  return swizzle128_descriptor(a_tile + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
 }
-__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int kk) {
-  return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int kk) {
+  return swizzle128_descriptor(b_tile + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
 template <bool kPairs>
@@ -64,15 +124,11 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
                     const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
                     float beta, bf16* __restrict__ C, int ldc) {
   extern __shared__ unsigned char shared_bytes[];
-  // Both blocks of a cluster compute the same offsets, so a stage or barrier sits at the same
-  // shared address in each: what multicast and mbarrier_arrive_cluster rely on.
-  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
-  auto a_stage = [&](int stage) { return shared_base + stage * kStageBytes; };
-  auto b_stage = [&](int stage) { return shared_base + stage * kStageBytes + kABytes; };
-  auto full = [&](int stage) { return shared_base + kStages * kStageBytes + stage * 8; };
-  auto empty = [&](int stage) {
-    return shared_base + kStages * kStageBytes + (kStages + stage) * 8;
-  };
+  SharedStorage& shared = shared_storage<SharedStorage>(shared_bytes);
+  auto a_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].a); };
+  auto b_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].b); };
+  auto full = [&](int stage) { return gemm::shared_address(&shared.full[stage]); };
+  auto empty = [&](int stage) { return gemm::shared_address(&shared.empty[stage]); };
 
   unsigned const rank = cluster_block_rank();  // 0 or 1: the upper or lower tile of the pair
   int const tiles_m = gemm::ceil_div(m, kBM);
@@ -99,7 +155,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     // --- producer ---------------------------------------------------------------------------
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      int load = 0;
+      PipelineState<kStages> write;
       for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
         int pair_m = 0;
         int tile_n = 0;
@@ -110,16 +166,15 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
         // the lower one for rank 1
         int const tile_m = pair_m * kClusterSize;  // placeholder
         // END TODO
-        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
-          int const stage = load % kStages;
+        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, write.advance()) {
           // Completes only when the consumers of both blocks have released the stage.
-          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
-          mbarrier_arrive_expect_bytes(full(stage), kStageBytes);
-          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
+          mbarrier_wait(empty(write.stage), write.phase ^ 1);
+          mbarrier_arrive_expect_bytes(full(write.stage), kStageBytes);
+          tma_load_2d(a_tile(write.stage), &a_map, k_tile * kBK, tile_m * kBM, full(write.stage));
           // Boxes rank, rank + 2, ... of B, to both blocks (mask 0b11).
           for (int box = static_cast<int>(rank); box < kBoxes; box += kClusterSize) {
-            tma_load_2d_multicast(b_stage(stage) + box * kBBoxBytes, &b_map,
-                                  tile_n * kBN + box * kBoxN, k_tile * kBK, full(stage),
+            tma_load_2d_multicast(b_tile(write.stage) + box * kBBoxBytes, &b_map,
+                                  tile_n * kBN + box * kBoxN, k_tile * kBK, full(write.stage),
                                   (1u << kClusterSize) - 1);
           }
         }
@@ -134,12 +189,16 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     int const g = lane / 4;
     int const t2 = (lane % 4) * 2;
     // A stage is free again when both blocks' consumers are done with it.
-    auto release = [&](int stage) {
-      for (unsigned block = 0; block < kClusterSize; ++block) {
-        mbarrier_arrive_cluster(empty(stage), block);
+    PipelineState<kStages> release;
+    auto release_stage = [&]() {
+      if (lane == 0) {
+        for (unsigned block = 0; block < kClusterSize; ++block) {
+          mbarrier_arrive_cluster(empty(release.stage), block);
+        }
       }
+      release.advance();
     };
-    int load = 0;
+    PipelineState<kStages> read;
     for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
       int pair_m = 0;
       int tile_n = 0;
@@ -151,21 +210,20 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 #pragma unroll
       for (int i = 0; i < 128; ++i)
         acc[i] = 0.0f;
-      for (int k_tile = 0; k_tile < k_tiles; ++k_tile, ++load) {
-        int const stage = load % kStages;
-        mbarrier_wait(full(stage), (load / kStages) % 2);
+      for (int k_tile = 0; k_tile < k_tiles; ++k_tile, read.advance()) {
+        mbarrier_wait(full(read.stage), read.phase);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-          wgmma_m64n256k16_bf16(acc, a_descriptor(a_stage(stage), consumer, kk),
-                                b_descriptor(b_stage(stage), kk));
+          wgmma_m64n256k16_bf16(acc, a_descriptor(a_tile(read.stage), consumer, kk),
+                                b_descriptor(b_tile(read.stage), kk));
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (k_tile > 0 && lane == 0) release((load - 1) % kStages);
+        if (k_tile > 0) release_stage();
       }
       wgmma_wait<0>();
-      if (lane == 0) release((load - 1) % kStages);
+      release_stage();
 
       int const row = tile_m * kBM + consumer * 64 + warp * 16 + g;
 #pragma unroll
@@ -210,20 +268,15 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   long long const cluster_tiles =
       static_cast<long long>(ceil_div(ceil_div(m, kBM), kClusterSize)) * ceil_div(n, kBN);
   if (cluster_tiles > 0x3fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles");
-  TmaOperand const a(A, m, k, lda, stream);
-  TmaOperand const b(B, k, n, ldb, stream);
+  AlignedOperand const a(A, m, k, lda, must_copy(A, lda), stream);
+  AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
   CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   bool const pairs = rows_are_aligned<4>(C, ldc);
   dispatch_bool(pairs, [&](auto kPairs) {
-    auto const kernel = clusters_kernel<kPairs()>;
-    static cudaError_t const opt_in =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    if (opt_in != cudaSuccess) {
-      throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                               std::to_string(kSharedBytes) + " bytes of shared memory (" +
-                               cudaGetErrorString(opt_in) + ")");
-    }
+    constexpr auto kernel = clusters_kernel<kPairs()>;
+    opt_in_shared_memory<kernel>(kSharedBytes);
+    check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
     static int const resident = resident_clusters(kernel);
     long long const clusters = std::min<long long>(cluster_tiles, resident);
     // The grid counts blocks: a whole number of clusters.

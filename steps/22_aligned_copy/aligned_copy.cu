@@ -78,8 +78,8 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int 
 template <bool kPairs>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     aligned_copy_kernel(const __grid_constant__ CUtensorMap a_map,
-                    const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
-                    float beta, bf16* __restrict__ C, int ldc) {
+                        const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                        float beta, bf16* __restrict__ C, int ldc) {
   extern __shared__ unsigned char shared_bytes[];
   SharedStorage& shared = shared_storage<SharedStorage>(shared_bytes);
   auto a_tile = [&](int stage) { return gemm::shared_address(shared.stages[stage].a); };

@@ -43,7 +43,7 @@ constexpr int kBoxN = 64;   // B is copied in boxes 64 columns (128 bytes) wide
 constexpr int kWgmmaK = 16;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
-constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
+constexpr int kMaxSharedBytes = 227 * 1024;            // the most a block may opt in to on sm_90
 constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
 
 static_assert(kBK * 2 == 128, "a row of A's tile must be exactly one 128-byte swizzle span");
@@ -92,8 +92,8 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int 
 template <int kBN, bool kPairs>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     tile_width_kernel(const __grid_constant__ CUtensorMap a_map,
-                    const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
-                    float beta, bf16* __restrict__ C, int ldc) {
+                      const __grid_constant__ CUtensorMap b_map, int m, int n, int k, float alpha,
+                      float beta, bf16* __restrict__ C, int ldc) {
   using T = Tile<kBN>;
   constexpr int kStages = T::kStages;
   extern __shared__ unsigned char shared_bytes[];

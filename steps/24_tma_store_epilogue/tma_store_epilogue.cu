@@ -87,7 +87,7 @@ constexpr int kBoxN = 64;  // B boxes, and the pieces of C the epilogue stores: 
 constexpr int kWgmmaK = 16;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
-constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
+constexpr int kMaxSharedBytes = 227 * 1024;            // the most a block may opt in to on sm_90
 constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
 
 static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
@@ -107,8 +107,8 @@ struct Tile {
     alignas(1024) bf16 b[kBK * kBN];
   };
   static constexpr int kStagingBytes = kConsumers * 2 * 64 * 64 * 2;
-  static constexpr int kStages = std::min<int>(
-      6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
+  static constexpr int kStages =
+      std::min<int>(6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
   struct SharedStorage {
     Stage stages[kStages];
     alignas(1024) bf16 staging[kConsumers][2][64 * 64];
@@ -185,10 +185,11 @@ __device__ __forceinline__ void store_tile(CUtensorMap const* c_map, bf16 (&stag
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         int const r = row + 8 * half;
-        __nv_bfloat162 const value = scaled_pair(C, ldc, first_row + r, col, m, n,
-                                                 acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1],
-                                                 alpha, beta);
-        *reinterpret_cast<__nv_bfloat162*>(buffer + r * 64 + (chunk ^ (r % 8)) * 8 + t2) = value;
+        __nv_bfloat162 const value =
+            scaled_pair(C, ldc, first_row + r, col, m, n, acc[4 * j + 2 * half],
+                        acc[4 * j + 2 * half + 1], alpha, beta);
+        int const offset = r * 64 + (chunk ^ (r % 8)) * 8 + t2;  // in bf16
+        *reinterpret_cast<__nv_bfloat162*>(buffer + offset) = value;
       }
     }
     fence_proxy_async_shared();

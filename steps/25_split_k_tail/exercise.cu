@@ -1,4 +1,4 @@
-// Exercise: step 22, the last wave split along K. One TODO block: which k tiles a cluster
+// Exercise: step 25, the last round split along K. One TODO block: which k tiles a cluster
 // computes in the tail, where each left-over tile is cut into equal slices of K, one cluster per
 // slice. The placeholder compiles and gives every cluster the first slice, so the slice that
 // adds a tail tile up adds the same partial sums several times: every shape whose schedule
@@ -9,19 +9,23 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
-#include <string>
-#include <type_traits>
 
 #include "aligned_operand.cuh"
-#include "async_copy.cuh"
+#include "cluster.cuh"
 #include "cuda_check.h"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "launch.h"
+#include "mbarrier.cuh"
+#include "pipeline_phases.cuh"
 #include "tensor_map.h"
+#include "tma_store.cuh"
+#include "warp_specialization.cuh"
+#include "wgmma.cuh"
 #include "workspace.h"
 
 namespace {
@@ -29,79 +33,7 @@ namespace {
 using bf16 = __nv_bfloat16;
 using namespace gemm::hopper;
 
-constexpr int kBM = 128;
-constexpr int kBK = 64;
-constexpr int kConsumers = 2;
-constexpr int kClusterSize = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kGroupM = 4;
-constexpr int kBoxN = 64;  // B boxes, and the pieces of C the epilogue stores: 64 columns wide
-constexpr int kWgmmaK = 16;
-constexpr int kProducerRegisters = 40;
-constexpr int kConsumerRegisters = 232;
-constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
-
-constexpr std::uint32_t kABytes = kBM * kBK * 2;
-constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;
-constexpr std::uint32_t kCBoxBytes = 64 * kBoxN * 2;  // one 64 x 64 piece of C: 8 KB
-
-// How C is written. kTmaStore needs C to be a legal TMA operand (16-byte-aligned rows); the
-// others are step 20's direct stores, in pairs when C's rows are 4-byte aligned.
-enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
-
-// Everything that follows from the tile width kBN.
-template <int kBN>
-struct Tile {
-  static constexpr int kBoxes = kBN / kBoxN;
-  static constexpr std::uint32_t kBBytes = kBBoxBytes * kBoxes;
-  static constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
-  // Each consumer stages C in two 8 KB buffers: it fills one while TMA still reads the other.
-  static constexpr std::uint32_t kStagingBytes = kConsumers * 2 * kCBoxBytes;
-  // As many stages as fit beside the staging buffers.
-  static constexpr int kStages = std::min<int>(
-      6, (kMaxSharedBytes - 1024 - kStagingBytes - 6 * 16) / static_cast<int>(kStageBytes));
-  static constexpr int kSharedBytes =
-      1024 + kStages * kStageBytes + kStagingBytes + 2 * kStages * 8;
-  static_assert(kBN % kBoxN == 0 && kBN >= 64 && kBN <= 256, "wgmma N: 64 .. 256");
-  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
-};
-
-template <int kBN>
-__device__ __forceinline__ void wgmma_bf16(float (&acc)[kBN / 2], std::uint64_t a,
-                                           std::uint64_t b) {
-  if constexpr (kBN == 256) wgmma_m64n256k16_bf16(acc, a, b);
-  if constexpr (kBN == 192) wgmma_m64n192k16_bf16(acc, a, b);
-  if constexpr (kBN == 128) wgmma_m64n128k16_bf16(acc, a, b);
-}
-
-__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_stage, int half, int kk) {
-  return swizzle128_descriptor(a_stage + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
-}
-__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_stage, int kk) {
-  return swizzle128_descriptor(b_stage + kk * kWgmmaK * 128, kBBoxBytes, 1024);
-}
-
-// c = alpha * acc + beta * c for C[row][col], C[row][col + 1], as bf16, reading C only when
-// beta != 0 and only inside the matrix (the pieces of C staged for a TMA store may overhang it;
-// TMA clips what lies outside).
-__device__ __forceinline__ __nv_bfloat162 scaled_pair(bf16 const* C, int ldc, int row, int col,
-                                                      int m, int n, float acc0, float acc1,
-                                                      float alpha, float beta) {
-  float2 value = make_float2(alpha * acc0, alpha * acc1);
-  if (beta != 0.0f && row < m && col < n) {
-    bf16 const* old = C + static_cast<size_t>(row) * ldc + col;
-    if (col + 1 < n) {  // col is even and ldc a multiple of 8: a 4-byte aligned pair
-      float2 const pair = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 const*>(old));
-      value.x += beta * pair.x;
-      value.y += beta * pair.y;
-    } else {
-      value.x += beta * __bfloat162float(old[0]);
-    }
-  }
-  return __float22bfloat162_rn(value);
-}
-
-// --- the schedule -------------------------------------------------------------------------------
+// --- the schedule ------------------------------------------------------------------------------
 
 // Which k tiles of which cluster tile each cluster computes. Cluster tiles 0 .. dp_tiles - 1 are
 // done whole, tile t by cluster t % G (G clusters). Each of the tail_tiles tiles after them is cut
@@ -143,6 +75,39 @@ __device__ __forceinline__ bool unit_of(Schedule const& s, int cluster, int inde
   return true;
 }
 
+// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
+// saves.
+constexpr int kMinSliceKTiles = 4;
+
+// What a split costs beyond its share of the work, in k tiles: the writes of a slice's partial
+// sums, the reads of every slice by the one that finishes last, and its epilogue after them.
+// 8 k tiles fitted the shapes measured on the H100.
+constexpr double kSplitOverheadKTiles = 8.0;
+
+// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
+// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
+double rounds(Schedule const& s) {
+  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
+  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
+         kSplitOverheadKTiles / s.k_tiles;
+}
+
+// How `tiles` cluster tiles of `k_tiles` k tiles each are shared among `clusters` resident
+// clusters: the tiles that fill whole rounds data-parallel, and the rest split along K where the
+// model says that is faster than a last round of whole tiles.
+Schedule make_schedule(long long tiles, int k_tiles, int clusters) {
+  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
+                               static_cast<int>(tiles), 0, 1};
+  int const left_over = static_cast<int>(tiles % clusters);
+  if (left_over == 0) return data_parallel;
+  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
+  if (splits < 2) return data_parallel;
+  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
+  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
+}
+
+// --- the hand-over -----------------------------------------------------------------------------
+
 // Counts one more finished slice on a tail tile's counter and returns how many had finished
 // before. The thread that calls it has just passed a named barrier with its warpgroup, after the
 // warpgroup stored its partial sums: the first fence makes those stores visible at GPU scope
@@ -161,6 +126,122 @@ __device__ __forceinline__ int count_finished_slice(int* counter) {
   return before;
 }
 
+// The slot of partial sums of warpgroup `slot` (numbered over cluster, block and consumer): kFloats
+// floats per thread, stored as float4s, the i-th float4 of every thread side by side, so that a
+// warp's 16-byte stores and loads cover 512 contiguous bytes.
+template <int kFloats>
+__device__ __forceinline__ float4* partial_slot(float* partials, std::size_t slot) {
+  return reinterpret_cast<float4*>(partials + slot * 128 * kFloats);
+}
+
+// A slice of a tail tile is done: store the warpgroup's partial sums to slot `own_slot` and count
+// the slice on `counter`. Returns true in the warpgroup of the last slice to finish, with acc then
+// holding the whole tile's sums, added in slice order from slots first_slot, first_slot +
+// slot_stride, ... (own slot included, so that the sum is the same expression whoever adds it
+// up); false in the others, which have nothing more to do for this tile. `last_slice` is a shared
+// int of the warpgroup's, `barrier_id` its named barrier.
+template <int kFloats>
+__device__ __forceinline__ bool reduce_tail_slices(float* partials, std::size_t own_slot,
+                                                   std::size_t first_slot, std::size_t slot_stride,
+                                                   int splits, int* counter, int& last_slice,
+                                                   int barrier_id, float (&acc)[kFloats]) {
+  int const thread = threadIdx.x % 128;
+  float4* const out = partial_slot<kFloats>(partials, own_slot);
+#pragma unroll
+  for (int i = 0; i < kFloats / 4; ++i) {
+    __stcg(out + i * 128 + thread,
+           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
+  named_barrier_sync(barrier_id, 128);
+  if (thread == 0) last_slice = count_finished_slice(counter) == splits - 1;
+  named_barrier_sync(barrier_id, 128);
+  if (!last_slice) return false;
+  float4 const* const first = partial_slot<kFloats>(partials, first_slot);
+#pragma unroll
+  for (int i = 0; i < kFloats / 4; ++i) {
+    float4 const part = __ldcg(first + i * 128 + thread);
+    acc[4 * i] = part.x;
+    acc[4 * i + 1] = part.y;
+    acc[4 * i + 2] = part.z;
+    acc[4 * i + 3] = part.w;
+  }
+  for (int j = 1; j < splits; ++j) {
+    float4 const* const in = partial_slot<kFloats>(partials, first_slot + j * slot_stride);
+#pragma unroll
+    for (int i = 0; i < kFloats / 4; ++i) {
+      float4 const part = __ldcg(in + i * 128 + thread);
+      acc[4 * i] += part.x;
+      acc[4 * i + 1] += part.y;
+      acc[4 * i + 2] += part.z;
+      acc[4 * i + 3] += part.w;
+    }
+  }
+  return true;
+}
+
+// --- carried over from step 24 ------------------------------------------------------------------
+
+constexpr int kBM = 128;
+constexpr int kBK = 64;
+constexpr int kConsumers = 2;
+constexpr int kClusterSize = 2;
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kGroupM = 4;
+constexpr int kBoxN = 64;  // B boxes, and the pieces of C the epilogue stores: 64 columns wide
+constexpr int kWgmmaK = 16;
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+constexpr int kMaxSharedBytes = 227 * 1024;            // the most a block may opt in to on sm_90
+constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
+
+static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
+              "the register budgets must fit what the block is given at launch");
+
+// How C is written. kTmaStore needs C to be a legal TMA operand (16-byte-aligned rows); the
+// others are step 23's direct stores, in pairs when C's rows are 4-byte aligned.
+enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
+
+// Everything that follows from the tile width kBN: step 23's stages, plus the staging buffers of
+// C: two 64 x 64 pieces (8 KB each) per consumer, and as many stages as fit beside them.
+template <int kBN>
+struct Tile {
+  static constexpr int kBoxes = kBN / kBoxN;
+  struct Stage {
+    alignas(1024) bf16 a[kBM * kBK];
+    alignas(1024) bf16 b[kBK * kBN];
+  };
+  static constexpr int kStagingBytes = kConsumers * 2 * 64 * 64 * 2;
+  static constexpr int kStages =
+      std::min<int>(6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
+  struct SharedStorage {
+    Stage stages[kStages];
+    alignas(1024) bf16 staging[kConsumers][2][64 * 64];
+    std::uint64_t full[kStages];
+    std::uint64_t empty[kStages];
+  };
+  static constexpr std::uint32_t kStageBytes = sizeof(Stage);
+  static constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+  static_assert(kBN % kBoxN == 0 && kBN >= 64 && kBN <= 256, "wgmma N: 64 .. 256");
+  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
+};
+
+template <int kBN>
+__device__ __forceinline__ void wgmma_bf16(float (&acc)[kBN / 2], std::uint64_t a,
+                                           std::uint64_t b) {
+  if constexpr (kBN == 256) wgmma_m64n256k16_bf16(acc, a, b);
+  if constexpr (kBN == 192) wgmma_m64n192k16_bf16(acc, a, b);
+  if constexpr (kBN == 128) wgmma_m64n128k16_bf16(acc, a, b);
+}
+
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_tile, int half, int kk) {
+  return swizzle128_descriptor(a_tile + half * 64 * 128 + kk * kWgmmaK * 2, 16, 1024);
+}
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int kk) {
+  return swizzle128_descriptor(b_tile + kk * kWgmmaK * 128, kBBoxBytes, 1024);
+}
+
+// --- the kernel ---------------------------------------------------------------------------------
+
 template <int kBN, Epilogue kEpilogue>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     split_k_tail_kernel(const __grid_constant__ CUtensorMap a_map,
@@ -171,252 +252,107 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
   using T = Tile<kBN>;
   constexpr int kStages = T::kStages;
   extern __shared__ unsigned char shared_bytes[];
-  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
-  unsigned char* const shared_pointer =
-      shared_bytes + (shared_base - gemm::shared_address(shared_bytes));
-  auto a_stage = [&](int stage) { return shared_base + stage * T::kStageBytes; };
-  auto b_stage = [&](int stage) { return shared_base + stage * T::kStageBytes + kABytes; };
-  std::uint32_t const staging = shared_base + kStages * T::kStageBytes;  // 1024-byte aligned
-  std::uint32_t const barriers = staging + T::kStagingBytes;
-  auto full = [&](int stage) { return barriers + stage * 8; };
-  auto empty = [&](int stage) { return barriers + (kStages + stage) * 8; };
-
+  auto& shared = shared_storage<typename T::SharedStorage>(shared_bytes);
+  StageRing<typename T::SharedStorage> const ring{shared};
   unsigned const rank = cluster_block_rank();
-  int const tiles_m = gemm::ceil_div(m, kBM);
-  int const pair_rows = gemm::ceil_div(tiles_m, kClusterSize);
+  int const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
   int const tiles_n = gemm::ceil_div(n, kBN);
   int const cluster = blockIdx.x / kClusterSize;
   int const warpgroup = threadIdx.x / 128;
+  auto tile_of = [&](int tile, int& tile_m, int& tile_n) {
+    int pair_m = 0;
+    gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+  };
 
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      mbarrier_init(full(stage), 1);
-      mbarrier_init(empty(stage), 4 * kConsumers * kClusterSize);
+      mbarrier_init(ring.full(stage), 1);
+      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
     }
     fence_barrier_init();
   }
   cluster_sync();
 
   if (warpgroup == 0) {
-    // --- producer: step 21's, walking units instead of tiles ------------------------------------
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      int load = 0;
+      PipelineState<kStages> write;
       Unit unit{};
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-        int pair_m = 0;
+        int tile_m = 0;
         int tile_n = 0;
-        gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
-        int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
-        for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
-          int const stage = load % kStages;
-          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
-          mbarrier_arrive_expect_bytes(full(stage), T::kStageBytes);
-          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
-          for (int box = static_cast<int>(rank); box < T::kBoxes; box += kClusterSize) {
-            tma_load_2d_multicast(b_stage(stage) + box * kBBoxBytes, &b_map,
-                                  tile_n * kBN + box * kBoxN, k_tile * kBK, full(stage),
-                                  (1u << kClusterSize) - 1);
-          }
-        }
+        tile_of(unit.tile, tile_m, tile_n);
+        produce<T::kBoxes, kClusterSize>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
+                                         unit.k_begin, unit.k_end, rank, write);
       }
     }
   } else {
-    // --- consumers --------------------------------------------------------------------------
     claim_registers<kConsumerRegisters>();
     int const consumer = warpgroup - 1;
-    int const thread = threadIdx.x % 128;
-    int const lane = threadIdx.x % 32;
-    int const warp = (threadIdx.x / 32) % 4;
-    int const g = lane / 4;
-    int const t2 = (lane % 4) * 2;
-    bool const leader = thread == 0;  // issues the TMA stores, counts the slices
-    int const barrier_id = 1 + consumer;
-    auto release = [&](int stage) {
-      for (unsigned block = 0; block < kClusterSize; ++block) {
-        mbarrier_arrive_cluster(empty(stage), block);
-      }
-    };
-    // This consumer's slot of cluster c's partial sums: kBN / 2 floats per thread, stored as
-    // float4s, the i-th float4 of every thread side by side, so that a warp's 16-byte stores and
-    // loads cover 512 contiguous bytes. The same consumer (block rank and index) of every
-    // cluster holds the same accumulator layout, so slots add up element by element.
-    auto slot = [&](int c) {
-      std::size_t const index = (static_cast<std::size_t>(c) * kClusterSize + rank) * kConsumers +
-                                static_cast<std::size_t>(consumer);
-      return reinterpret_cast<float4*>(partials + index * 128 * (kBN / 2));
-    };
     __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
-    int load = 0;
-    int pieces = 0;  // pieces of C this consumer has staged so far: picks the staging buffer
+    PipelineState<kStages> read;
+    PipelineState<kStages> release;
+    int pieces = 0;
     Unit unit{};
     for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-      int pair_m = 0;
+      int tile_m = 0;
       int tile_n = 0;
-      gemm::grouped_tile(unit.tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
-      int const tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+      tile_of(unit.tile, tile_m, tile_n);
       float acc[kBN / 2];
 #pragma unroll
       for (int i = 0; i < kBN / 2; ++i)
         acc[i] = 0.0f;
-      for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
-        int const stage = load % kStages;
-        mbarrier_wait(full(stage), (load / kStages) % 2);
-        wgmma_fence();
+      consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
 #pragma unroll
         for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-          wgmma_bf16<kBN>(acc, a_descriptor(a_stage(stage), consumer, kk),
-                          b_descriptor(b_stage(stage), kk));
+          wgmma_bf16<kBN>(acc, a_descriptor(ring.a_tile(stage), consumer, kk),
+                          b_descriptor(ring.b_tile(stage), kk));
         }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (k_tile > unit.k_begin && lane == 0) release((load - 1) % kStages);
-      }
-      wgmma_wait<0>();
-      if (lane == 0) release((load - 1) % kStages);
-
+      });
       if (unit.tail_tile >= 0) {
-        // A slice of a tail tile: hand the partial sums over and count the slice done; the last
-        // slice of the tile to finish adds all of them up, in slice order, and writes the tile.
-        float4* const out = slot(cluster);
-#pragma unroll
-        for (int i = 0; i < kBN / 8; ++i) {
-          __stcg(out + i * 128 + thread,
-                 make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-        }
-        named_barrier_sync(barrier_id, 128);
-        if (leader) {
-          int* const counter =
-              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-          last_slice[consumer] = count_finished_slice(counter) == schedule.splits - 1;
-        }
-        named_barrier_sync(barrier_id, 128);
-        if (!last_slice[consumer]) continue;
-        // Slice j of tail tile r is cluster r x splits + j's. Own slice included, every slice is
-        // read back from its slot, so that the sum is the same expression whoever adds it up.
-        int const first_cluster = unit.tail_tile * schedule.splits;
-        float4 const* const first = slot(first_cluster);
-#pragma unroll
-        for (int i = 0; i < kBN / 8; ++i) {
-          float4 const part = __ldcg(first + i * 128 + thread);
-          acc[4 * i] = part.x;
-          acc[4 * i + 1] = part.y;
-          acc[4 * i + 2] = part.z;
-          acc[4 * i + 3] = part.w;
-        }
-        for (int j = 1; j < schedule.splits; ++j) {
-          float4 const* const in = slot(first_cluster + j);
-#pragma unroll
-          for (int i = 0; i < kBN / 8; ++i) {
-            float4 const part = __ldcg(in + i * 128 + thread);
-            acc[4 * i] += part.x;
-            acc[4 * i + 1] += part.y;
-            acc[4 * i + 2] += part.z;
-            acc[4 * i + 3] += part.w;
-          }
+        // A slice: partial sums of cluster c in slot (c x kClusterSize + rank) x kConsumers +
+        // consumer, so that the slices of one tail tile are kClusterSize x kConsumers slots apart.
+        std::size_t const slot_stride = kClusterSize * kConsumers;
+        std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
+        std::size_t const first_slot =
+            unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
+        int* const counter =
+            counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+        if (!reduce_tail_slices<kBN / 2>(partials, own_slot, first_slot, slot_stride,
+                                         schedule.splits, counter, last_slice[consumer],
+                                         1 + consumer, acc)) {
+          continue;  // another slice finishes the tile
         }
       }
-
-      int const first_row = tile_m * kBM + consumer * 64;  // this consumer's 64 rows
-      int const row = warp * 16 + g;                       // and rows row, row + 8 of them
+      int const first_row = tile_m * kBM + consumer * 64;
       if constexpr (kEpilogue == Epilogue::kTmaStore) {
-        // Step 21's epilogue: piece by piece (64 x 64) through swizzled staging to TMA stores.
-#pragma unroll
-        for (int piece = 0; piece < T::kBoxes; ++piece, ++pieces) {
-          std::uint32_t const buffer = staging + (consumer * 2 + pieces % 2) * kCBoxBytes;
-          unsigned char* const buffer_pointer = shared_pointer + (buffer - shared_base);
-          if (leader) bulk_wait_group_read<1>();
-          named_barrier_sync(barrier_id, 128);
-#pragma unroll
-          for (int chunk = 0; chunk < kBoxN / 8; ++chunk) {
-            int const j = piece * (kBoxN / 8) + chunk;  // the accumulators' 8-column block
-            int const col = tile_n * kBN + j * 8 + t2;
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              int const r = row + 8 * half;
-              __nv_bfloat162 const value =
-                  scaled_pair(C, ldc, first_row + r, col, m, n, acc[4 * j + 2 * half],
-                              acc[4 * j + 2 * half + 1], alpha, beta);
-              int const offset = r * 128 + ((chunk ^ (r % 8)) * 16) + t2 * 2;
-              *reinterpret_cast<__nv_bfloat162*>(buffer_pointer + offset) = value;
-            }
-          }
-          fence_proxy_async_shared();
-          named_barrier_sync(barrier_id, 128);
-          if (leader) {
-            tma_store_2d(&c_map, buffer, tile_n * kBN + piece * kBoxN, first_row);
-            bulk_commit_group();
-          }
-        }
+        store_tile<kBN>(&c_map, shared.staging[consumer], pieces, 1 + consumer, C, ldc, m, n, alpha,
+                        beta, first_row, tile_n * kBN, acc);
       } else {
-        constexpr bool kPairs = kEpilogue == Epilogue::kPairStores;
-        int const out_row = first_row + row;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          int const col = tile_n * kBN + j * 8 + t2;
-          if (out_row < m) {
-            gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(out_row) * ldc, col, n,
-                                                 acc[4 * j], acc[4 * j + 1], alpha, beta);
-          }
-          if (out_row + 8 < m) {
-            gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(out_row + 8) * ldc, col, n,
-                                                 acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
-          }
-        }
+        store_accumulators<kBN, kEpilogue == Epilogue::kPairStores>(C, ldc, m, n, alpha, beta,
+                                                                    first_row, tile_n * kBN, acc);
       }
     }
     // The last stores must have landed before the kernel ends.
-    if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group<0>();
+    if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
   }
   cluster_sync();
 }
 
-// --- the plan: tile width and schedule ---------------------------------------------------------
+// --- the host -----------------------------------------------------------------------------------
 
-// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
-// saves.
-constexpr int kMinSliceKTiles = 4;
-
-// What a split costs beyond its share of the work, in k tiles (a 256-column tile's k tile takes
-// about 0.7 us on the H100: 44 us per round of 64 at 4096^3 in a timeline in docs/results): the
-// writes of a 128 x 256 FP32 slot (about 3 us in that timeline), the reads of every slot by the
-// slice that finishes last, and its epilogue after them. 8 k tiles, about 5.6 us, fitted the
-// shapes measured.
-constexpr double kSplitOverheadKTiles = 8.0;
-
-// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
-// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
-double rounds(Schedule const& s) {
-  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
-  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
-         kSplitOverheadKTiles / s.k_tiles;
-}
-
-// How the cluster tiles of a `width`-column tiling are shared among `clusters` resident
-// clusters: the tiles that fill whole rounds data-parallel, and the rest split along K where the
-// model says that is faster than a last round of whole tiles.
-Schedule make_schedule(int m, int n, int k, int width, int clusters) {
-  long long const tiles =
-      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
-      gemm::ceil_div(n, width);
-  int const k_tiles = gemm::ceil_div(k, kBK);
-  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
-                               static_cast<int>(tiles), 0, 1};
-  int const left_over = static_cast<int>(tiles % clusters);
-  if (left_over == 0) return data_parallel;
-  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
-  if (splits < 2) return data_parallel;
-  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
-  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
-}
-
-// Step 21's model, with the split's rounds: rounds times the tile width, plus a per-tile overhead
+// Step 23's model, with the split's rounds: rounds times the tile width, plus a per-tile overhead
 // worth 32 columns (the epilogue, and the lower efficiency of narrower wgmma).
 int choose_tile_width(int m, int n, int k, int clusters) {
   int best_width = 256;
   double best_cost = -1.0;
   for (int width : {256, 192, 128}) {
-    double const cost = rounds(make_schedule(m, n, k, width, clusters)) * (width + 32);
+    long long const tiles =
+        static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
+        gemm::ceil_div(n, width);
+    double const cost =
+        rounds(make_schedule(tiles, gemm::ceil_div(k, kBK), clusters)) * (width + 32);
     if (best_cost < 0.0 || cost < best_cost) {
       best_cost = cost;
       best_width = width;
@@ -425,36 +361,20 @@ int choose_tile_width(int m, int n, int k, int clusters) {
   return best_width;
 }
 
-// How many clusters of this kernel fit the GPU at once (66 on the H100): the G of the schedule.
-// (Correctness does not depend on it: no cluster waits for another, so a grid that does not fit
-// at once, beside another kernel, only runs longer.)
-template <class Kernel>
-int resident_clusters(Kernel kernel, int shared_bytes) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kClusterSize, 1, 1);
-  config.blockDim = dim3(kThreads, 1, 1);
-  config.dynamicSmemBytes = shared_bytes;
-  int clusters = 0;
-  gemm::check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-                   "cudaOccupancyMaxActiveClusters");
-  if (clusters < 1) throw std::runtime_error("bf16_gemm: no cluster of 2 blocks fits this GPU");
-  return clusters;
-}
-
 template <int kBN, Epilogue kEpilogue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   constexpr int kSharedBytes = Tile<kBN>::kSharedBytes;
-  auto const kernel = split_k_tail_kernel<kBN, kEpilogue>;
-  static cudaError_t const opt_in =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  if (opt_in != cudaSuccess) {
-    throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                             std::to_string(kSharedBytes) + " bytes of shared memory (" +
-                             cudaGetErrorString(opt_in) + ")");
-  }
-  static int const resident = resident_clusters(kernel, kSharedBytes);
-  Schedule const schedule = make_schedule(m, n, k, kBN, resident);
+  constexpr auto kernel = split_k_tail_kernel<kBN, kEpilogue>;
+  gemm::opt_in_shared_memory<kernel>(kSharedBytes);
+  check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
+  // The G of the schedule. (Correctness does not depend on it: no cluster waits for another, so a
+  // grid that does not fit at once, beside another kernel, only runs longer.)
+  static int const resident = resident_clusters(kernel, kClusterSize, kThreads, kSharedBytes);
+  long long const tiles =
+      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
+      gemm::ceil_div(n, kBN);
+  Schedule const schedule = make_schedule(tiles, gemm::ceil_div(k, kBK), resident);
   // The split's workspace: one slot of partial sums per cluster, block and consumer (a cluster
   // does at most one slice), and a counter per tail tile, block and consumer, cleared on the
   // stream before the kernel.
@@ -476,23 +396,6 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
            stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
 }
 
-template <int kBN>
-void launch_width(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
-                  CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
-                  int ldc, cudaStream_t stream) {
-  switch (epilogue) {
-    case Epilogue::kTmaStore:
-      return launch<kBN, Epilogue::kTmaStore>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                              stream);
-    case Epilogue::kPairStores:
-      return launch<kBN, Epilogue::kPairStores>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                                stream);
-    case Epilogue::kSingleStores:
-      return launch<kBN, Epilogue::kSingleStores>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                                  stream);
-  }
-}
-
 }  // namespace
 
 void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
@@ -506,30 +409,29 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute");
-  // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds
-  // the schedule from the occupancy query of the kernel it picked, which may find fewer.
+  // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds the
+  // schedule from the occupancy query of the kernel it picked, which may find fewer.
   int const width = choose_tile_width(m, n, k, std::max(1, sms / kClusterSize));
-
-  // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it
-  // (common/aligned_operand.cuh says why).
   AlignedOperand const a(A, m, k, lda, should_copy_a(A, lda, n), stream);
   AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);
   CUtensorMap const a_map = make_bf16_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   Epilogue epilogue = Epilogue::kSingleStores;
-  CUtensorMap c_map{};  // unused by the direct-store kernels
-  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 21).
+  CUtensorMap c_map{};  // unused by the direct stores
+  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8: at the right edge they write
+  // whole 16-byte units (with n = 33 and ldc = 40, columns 33-39 too), and those columns are not
+  // C's.
   if (rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
     epilogue = Epilogue::kTmaStore;
     c_map = make_bf16_tensor_map(C, m, n, ldc, 64, kBoxN);
   } else if (rows_are_aligned<4>(C, ldc)) {
     epilogue = Epilogue::kPairStores;
   }
-  if (width == 256)
-    launch_width<256>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
-  if (width == 192)
-    launch_width<192>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
-  if (width == 128)
-    launch_width<128>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+  dispatch_value<256, 192, 128>(width, [&](auto kWidth) {
+    dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
+        epilogue, [&](auto kEpilogue) {
+          launch<kWidth(), kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+        });
+  });
   check_launch("bf16_gemm");
 }

@@ -1,7 +1,7 @@
-// Step 25: the last wave split along K. Step 24 fights wave quantization only by choosing the tile
-// width, and a last round that some tiles fill still costs a whole round: at 4096x4100x4096, 352
-// cluster tiles of 192 columns make 5 full rounds of 66 clusters and a sixth of 22 tiles, with 44
-// clusters idle. This step changes who does which k tiles:
+// Step 25: the last round split along K. Step 24 fights wave quantization only by choosing the
+// tile width, and a last round that some tiles fill still costs a whole round: at 4096x4100x4096,
+// 352 cluster tiles of 192 columns make 5 full rounds of 66 clusters and a sixth of 22 tiles, with
+// 44 clusters idle. This step changes who does which k tiles:
 //
 //   - The tiles that fill whole rounds are done as before, one cluster per tile (data-parallel).
 //   - The R tiles left over (R < the number of clusters G) are each cut along K into
@@ -15,14 +15,16 @@
 //   - A model (rounds(), below) splits only where the shorter round outweighs handing the
 //     partial sums on.
 //
-// The schedule and the hand-over come first below; the kernel is step 24's phases called in
-// order: produce, consume_k_range, then reduce_tail_slices for a slice, then store_tile.
+// The schedule and the hand-over come first below (later steps include them from
+// common/split_k.cuh); the kernel calls the phases of step 24 in order: produce, consume_k_range,
+// reduce_tail_slices for a slice, store_tile.
 //
 // Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -34,8 +36,8 @@
 #include "gemm.h"
 #include "launch.h"
 #include "mbarrier.cuh"
+#include "pipeline_phases.cuh"
 #include "tensor_map.h"
-#include "tma.cuh"
 #include "tma_store.cuh"
 #include "warp_specialization.cuh"
 #include "wgmma.cuh"
@@ -46,7 +48,7 @@ namespace {
 using bf16 = __nv_bfloat16;
 using namespace gemm::hopper;
 
-// --- the schedule: who computes which k tiles ----------------------------------------------------
+// --- the schedule ------------------------------------------------------------------------------
 
 // Which k tiles of which cluster tile each cluster computes. Cluster tiles 0 .. dp_tiles - 1 are
 // done whole, tile t by cluster t % G (G clusters). Each of the tail_tiles tiles after them is cut
@@ -85,6 +87,39 @@ __device__ __forceinline__ bool unit_of(Schedule const& s, int cluster, int inde
   return true;
 }
 
+// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
+// saves.
+constexpr int kMinSliceKTiles = 4;
+
+// What a split costs beyond its share of the work, in k tiles: the writes of a slice's partial
+// sums, the reads of every slice by the one that finishes last, and its epilogue after them.
+// 8 k tiles fitted the shapes measured on the H100.
+constexpr double kSplitOverheadKTiles = 8.0;
+
+// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
+// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
+double rounds(Schedule const& s) {
+  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
+  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
+         kSplitOverheadKTiles / s.k_tiles;
+}
+
+// How `tiles` cluster tiles of `k_tiles` k tiles each are shared among `clusters` resident
+// clusters: the tiles that fill whole rounds data-parallel, and the rest split along K where the
+// model says that is faster than a last round of whole tiles.
+Schedule make_schedule(long long tiles, int k_tiles, int clusters) {
+  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
+                               static_cast<int>(tiles), 0, 1};
+  int const left_over = static_cast<int>(tiles % clusters);
+  if (left_over == 0) return data_parallel;
+  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
+  if (splits < 2) return data_parallel;
+  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
+  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
+}
+
+// --- the hand-over -----------------------------------------------------------------------------
+
 // Counts one more finished slice on a tail tile's counter and returns how many had finished
 // before. The thread that calls it has just passed a named barrier with its warpgroup, after the
 // warpgroup stored its partial sums: the first fence makes those stores visible at GPU scope
@@ -103,110 +138,57 @@ __device__ __forceinline__ int count_finished_slice(int* counter) {
   return before;
 }
 
-// This consumer's slot of cluster c's partial sums: kBN / 2 floats per thread, stored as float4s,
-// the i-th float4 of every thread side by side, so that a warp's 16-byte stores and loads cover
-// 512 contiguous bytes. The same consumer (block rank and index) of every cluster holds the same
-// accumulator layout, so slots add up element by element.
-template <int kBN>
-__device__ __forceinline__ float4* partial_slot(float* partials, int cluster, unsigned rank,
-                                                int consumer) {
-  std::size_t const index =
-      (static_cast<std::size_t>(cluster) * kClusterSize + rank) * kConsumers + consumer;
-  return reinterpret_cast<float4*>(partials + index * 128 * (kBN / 2));
+// The slot of partial sums of warpgroup `slot` (numbered over cluster, block and consumer): kFloats
+// floats per thread, stored as float4s, the i-th float4 of every thread side by side, so that a
+// warp's 16-byte stores and loads cover 512 contiguous bytes.
+template <int kFloats>
+__device__ __forceinline__ float4* partial_slot(float* partials, std::size_t slot) {
+  return reinterpret_cast<float4*>(partials + slot * 128 * kFloats);
 }
 
-// A slice of a tail tile is done: hand its partial sums over and count the slice done. Returns
-// true in the consumer of the last slice to finish, with acc then holding the whole tile's sums,
-// added up in slice order; false in the others, which have nothing more to do for this tile.
-template <int kBN>
-__device__ __forceinline__ bool reduce_tail_slices(Schedule const& schedule, Unit const& unit,
-                                                   int cluster, unsigned rank, int consumer,
-                                                   float* partials, int* counters,
-                                                   int& last_slice, float (&acc)[kBN / 2]) {
+// A slice of a tail tile is done: store the warpgroup's partial sums to slot `own_slot` and count
+// the slice on `counter`. Returns true in the warpgroup of the last slice to finish, with acc then
+// holding the whole tile's sums, added in slice order from slots first_slot, first_slot +
+// slot_stride, ... (own slot included, so that the sum is the same expression whoever adds it
+// up); false in the others, which have nothing more to do for this tile. `last_slice` is a shared
+// int of the warpgroup's, `barrier_id` its named barrier.
+template <int kFloats>
+__device__ __forceinline__ bool reduce_tail_slices(float* partials, std::size_t own_slot,
+                                                   std::size_t first_slot, std::size_t slot_stride,
+                                                   int splits, int* counter, int& last_slice,
+                                                   int barrier_id, float (&acc)[kFloats]) {
   int const thread = threadIdx.x % 128;
-  int const barrier_id = 1 + consumer;
-  float4* const out = partial_slot<kBN>(partials, cluster, rank, consumer);
+  float4* const out = partial_slot<kFloats>(partials, own_slot);
 #pragma unroll
-  for (int i = 0; i < kBN / 8; ++i) {
+  for (int i = 0; i < kFloats / 4; ++i) {
     __stcg(out + i * 128 + thread,
            make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   }
   named_barrier_sync(barrier_id, 128);
-  if (thread == 0) {
-    int* const counter = counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-    last_slice = count_finished_slice(counter) == schedule.splits - 1;
-  }
+  if (thread == 0) last_slice = count_finished_slice(counter) == splits - 1;
   named_barrier_sync(barrier_id, 128);
   if (!last_slice) return false;
-  // Slice j of tail tile r is cluster r x splits + j's. Own slice included, every slice is read
-  // back from its slot, so that the sum is the same expression whoever adds it up.
-  int const first_cluster = unit.tail_tile * schedule.splits;
-  for (int j = 0; j < schedule.splits; ++j) {
-    float4 const* const in = partial_slot<kBN>(partials, first_cluster + j, rank, consumer);
+  float4 const* const first = partial_slot<kFloats>(partials, first_slot);
 #pragma unroll
-    for (int i = 0; i < kBN / 8; ++i) {
+  for (int i = 0; i < kFloats / 4; ++i) {
+    float4 const part = __ldcg(first + i * 128 + thread);
+    acc[4 * i] = part.x;
+    acc[4 * i + 1] = part.y;
+    acc[4 * i + 2] = part.z;
+    acc[4 * i + 3] = part.w;
+  }
+  for (int j = 1; j < splits; ++j) {
+    float4 const* const in = partial_slot<kFloats>(partials, first_slot + j * slot_stride);
+#pragma unroll
+    for (int i = 0; i < kFloats / 4; ++i) {
       float4 const part = __ldcg(in + i * 128 + thread);
-      acc[4 * i] = j == 0 ? part.x : acc[4 * i] + part.x;
-      acc[4 * i + 1] = j == 0 ? part.y : acc[4 * i + 1] + part.y;
-      acc[4 * i + 2] = j == 0 ? part.z : acc[4 * i + 2] + part.z;
-      acc[4 * i + 3] = j == 0 ? part.w : acc[4 * i + 3] + part.w;
+      acc[4 * i] += part.x;
+      acc[4 * i + 1] += part.y;
+      acc[4 * i + 2] += part.z;
+      acc[4 * i + 3] += part.w;
     }
   }
   return true;
-}
-
-// --- the plan: tile width and schedule ---------------------------------------------------------
-
-// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
-// saves.
-constexpr int kMinSliceKTiles = 4;
-
-// What a split costs beyond its share of the work, in k tiles (a 256-column tile's k tile takes
-// about 0.7 us on the H100: 44 us per round of 64 at 4096^3 in a timeline in docs/results): the
-// writes of a 128 x 256 FP32 slot (about 3 us in that timeline), the reads of every slot by the
-// slice that finishes last, and its epilogue after them. 8 k tiles, about 5.6 us, fitted the
-// shapes measured.
-constexpr double kSplitOverheadKTiles = 8.0;
-
-// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
-// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
-double rounds(Schedule const& s) {
-  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
-  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
-         kSplitOverheadKTiles / s.k_tiles;
-}
-
-// How the cluster tiles of a `width`-column tiling are shared among `clusters` resident
-// clusters: the tiles that fill whole rounds data-parallel, and the rest split along K where the
-// model says that is faster than a last round of whole tiles.
-Schedule make_schedule(int m, int n, int k, int width, int clusters) {
-  long long const tiles =
-      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
-      gemm::ceil_div(n, width);
-  int const k_tiles = gemm::ceil_div(k, kBK);
-  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
-                               static_cast<int>(tiles), 0, 1};
-  int const left_over = static_cast<int>(tiles % clusters);
-  if (left_over == 0) return data_parallel;
-  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
-  if (splits < 2) return data_parallel;
-  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
-  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
-}
-
-// Step 23's model, with the split's rounds: rounds times the tile width, plus a per-tile overhead
-// worth 32 columns (the epilogue, and the lower efficiency of narrower wgmma).
-int choose_tile_width(int m, int n, int k, int clusters) {
-  int best_width = 256;
-  double best_cost = -1.0;
-  for (int width : {256, 192, 128}) {
-    double const cost = rounds(make_schedule(m, n, k, width, clusters)) * (width + 32);
-    if (best_cost < 0.0 || cost < best_cost) {
-      best_cost = cost;
-      best_width = width;
-    }
-  }
-  return best_width;
 }
 
 // --- carried over from step 24 ------------------------------------------------------------------
@@ -221,7 +203,7 @@ constexpr int kBoxN = 64;  // B boxes, and the pieces of C the epilogue stores: 
 constexpr int kWgmmaK = 16;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
-constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
+constexpr int kMaxSharedBytes = 227 * 1024;            // the most a block may opt in to on sm_90
 constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;  // 8 KB
 
 static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
@@ -241,8 +223,8 @@ struct Tile {
     alignas(1024) bf16 b[kBK * kBN];
   };
   static constexpr int kStagingBytes = kConsumers * 2 * 64 * 64 * 2;
-  static constexpr int kStages = std::min<int>(
-      6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
+  static constexpr int kStages =
+      std::min<int>(6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
   struct SharedStorage {
     Stage stages[kStages];
     alignas(1024) bf16 staging[kConsumers][2][64 * 64];
@@ -270,109 +252,6 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int 
   return swizzle128_descriptor(b_tile + kk * kWgmmaK * 128, kBBoxBytes, 1024);
 }
 
-// The block's place in the work: which cluster tile is whose, and the barriers' addresses.
-template <int kBN>
-struct Block {
-  typename Tile<kBN>::SharedStorage& shared;
-  unsigned rank;  // in the cluster: the upper (0) or lower (1) tile of the pair
-  int pair_rows;
-  int tiles_n;
-
-  __device__ std::uint32_t a_tile(int stage) const {
-    return gemm::shared_address(shared.stages[stage].a);
-  }
-  __device__ std::uint32_t b_tile(int stage) const {
-    return gemm::shared_address(shared.stages[stage].b);
-  }
-  __device__ std::uint32_t full(int stage) const { return gemm::shared_address(&shared.full[stage]); }
-  __device__ std::uint32_t empty(int stage) const {
-    return gemm::shared_address(&shared.empty[stage]);
-  }
-  // This block's tile of cluster tile `tile`: the pair's place in the grouped order, and the
-  // block's own row of the pair.
-  __device__ void tile_of(int tile, int& tile_m, int& tile_n) const {
-    int pair_m = 0;
-    gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
-    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
-  }
-};
-
-// The producer's loads of k tiles [k_begin, k_end) of tile (tile_m, tile_n).
-template <int kBN>
-__device__ __forceinline__ void produce(Block<kBN> const& block, CUtensorMap const* a_map,
-                                        CUtensorMap const* b_map, int tile_m, int tile_n,
-                                        int k_begin, int k_end,
-                                        PipelineState<Tile<kBN>::kStages>& write) {
-  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, write.advance()) {
-    mbarrier_wait(block.empty(write.stage), write.phase ^ 1);
-    mbarrier_arrive_expect_bytes(block.full(write.stage), Tile<kBN>::kStageBytes);
-    tma_load_2d(block.a_tile(write.stage), a_map, k_tile * kBK, tile_m * kBM,
-                block.full(write.stage));
-    for (int box = static_cast<int>(block.rank); box < Tile<kBN>::kBoxes; box += kClusterSize) {
-      tma_load_2d_multicast(block.b_tile(write.stage) + box * kBBoxBytes, b_map,
-                            tile_n * kBN + box * kBoxN, k_tile * kBK, block.full(write.stage),
-                            (1u << kClusterSize) - 1);
-    }
-  }
-}
-
-// One consumer's wgmma over k tiles [k_begin, k_end), into acc; each stage is handed back to both
-// blocks of the cluster once its wgmma are done.
-template <int kBN>
-__device__ __forceinline__ void consume_k_range(Block<kBN> const& block, int consumer,
-                                                int k_begin, int k_end, float (&acc)[kBN / 2],
-                                                PipelineState<Tile<kBN>::kStages>& read,
-                                                PipelineState<Tile<kBN>::kStages>& release) {
-  bool const lane_zero = threadIdx.x % 32 == 0;
-  auto release_stage = [&]() {
-    if (lane_zero) {
-      for (unsigned rank = 0; rank < kClusterSize; ++rank) {
-        mbarrier_arrive_cluster(block.empty(release.stage), rank);
-      }
-    }
-    release.advance();
-  };
-#pragma unroll
-  for (int i = 0; i < kBN / 2; ++i)
-    acc[i] = 0.0f;
-  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, read.advance()) {
-    mbarrier_wait(block.full(read.stage), read.phase);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-      wgmma_bf16<kBN>(acc, a_descriptor(block.a_tile(read.stage), consumer, kk),
-                      b_descriptor(block.b_tile(read.stage), kk));
-    }
-    wgmma_commit();
-    wgmma_wait<1>();
-    if (k_tile > k_begin) release_stage();
-  }
-  wgmma_wait<0>();
-  release_stage();
-}
-
-// Step 23's epilogue, for a C that TMA cannot store: straight from the accumulators.
-template <int kBN, bool kPairs>
-__device__ __forceinline__ void store_tile_directly(bf16* C, int ldc, int m, int n, float alpha,
-                                                    float beta, int consumer, int tile_m,
-                                                    int tile_n, float const (&acc)[kBN / 2]) {
-  int const lane = threadIdx.x % 32;
-  int const row = tile_m * kBM + consumer * 64 + (threadIdx.x / 32) % 4 * 16 + lane / 4;
-  int const t2 = (lane % 4) * 2;
-#pragma unroll
-  for (int j = 0; j < kBN / 8; ++j) {
-    int const col = tile_n * kBN + j * 8 + t2;
-    if (row < m) {
-      gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n, acc[4 * j],
-                                           acc[4 * j + 1], alpha, beta);
-    }
-    if (row + 8 < m) {
-      gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
-                                           acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
-    }
-  }
-}
-
 // --- the kernel ---------------------------------------------------------------------------------
 
 template <int kBN, Epilogue kEpilogue>
@@ -383,17 +262,25 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
                         float beta, bf16* __restrict__ C, int ldc, Schedule const schedule,
                         float* __restrict__ partials, int* __restrict__ counters) {
   using T = Tile<kBN>;
+  constexpr int kStages = T::kStages;
   extern __shared__ unsigned char shared_bytes[];
-  Block<kBN> const block{shared_storage<typename T::SharedStorage>(shared_bytes),
-                         cluster_block_rank(), gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize),
-                         gemm::ceil_div(n, kBN)};
+  auto& shared = shared_storage<typename T::SharedStorage>(shared_bytes);
+  StageRing<typename T::SharedStorage> const ring{shared};
+  unsigned const rank = cluster_block_rank();
+  int const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
+  int const tiles_n = gemm::ceil_div(n, kBN);
   int const cluster = blockIdx.x / kClusterSize;
   int const warpgroup = threadIdx.x / 128;
+  auto tile_of = [&](int tile, int& tile_m, int& tile_n) {
+    int pair_m = 0;
+    gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+  };
 
   if (threadIdx.x == 0) {
-    for (int stage = 0; stage < T::kStages; ++stage) {
-      mbarrier_init(block.full(stage), 1);
-      mbarrier_init(block.empty(stage), 4 * kConsumers * kClusterSize);
+    for (int stage = 0; stage < kStages; ++stage) {
+      mbarrier_init(ring.full(stage), 1);
+      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
     }
     fence_barrier_init();
   }
@@ -402,40 +289,61 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
   if (warpgroup == 0) {
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      PipelineState<T::kStages> write;
+      PipelineState<kStages> write;
       Unit unit{};
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
         int tile_m = 0;
         int tile_n = 0;
-        block.tile_of(unit.tile, tile_m, tile_n);
-        produce(block, &a_map, &b_map, tile_m, tile_n, unit.k_begin, unit.k_end, write);
+        tile_of(unit.tile, tile_m, tile_n);
+        produce<T::kBoxes, kClusterSize>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
+                                         unit.k_begin, unit.k_end, rank, write);
       }
     }
   } else {
     claim_registers<kConsumerRegisters>();
     int const consumer = warpgroup - 1;
     __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
-    PipelineState<T::kStages> read;
-    PipelineState<T::kStages> release;
+    PipelineState<kStages> read;
+    PipelineState<kStages> release;
     int pieces = 0;
     Unit unit{};
     for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
       int tile_m = 0;
       int tile_n = 0;
-      block.tile_of(unit.tile, tile_m, tile_n);
+      tile_of(unit.tile, tile_m, tile_n);
       float acc[kBN / 2];
-      consume_k_range(block, consumer, unit.k_begin, unit.k_end, acc, read, release);
-      if (unit.tail_tile >= 0 && !reduce_tail_slices<kBN>(schedule, unit, cluster, block.rank,
-                                                          consumer, partials, counters,
-                                                          last_slice[consumer], acc)) {
-        continue;
+#pragma unroll
+      for (int i = 0; i < kBN / 2; ++i)
+        acc[i] = 0.0f;
+      consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
+#pragma unroll
+        for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+          wgmma_bf16<kBN>(acc, a_descriptor(ring.a_tile(stage), consumer, kk),
+                          b_descriptor(ring.b_tile(stage), kk));
+        }
+      });
+      if (unit.tail_tile >= 0) {
+        // A slice: partial sums of cluster c in slot (c x kClusterSize + rank) x kConsumers +
+        // consumer, so that the slices of one tail tile are kClusterSize x kConsumers slots apart.
+        std::size_t const slot_stride = kClusterSize * kConsumers;
+        std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
+        std::size_t const first_slot =
+            unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
+        int* const counter =
+            counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+        if (!reduce_tail_slices<kBN / 2>(partials, own_slot, first_slot, slot_stride,
+                                         schedule.splits, counter, last_slice[consumer],
+                                         1 + consumer, acc)) {
+          continue;  // another slice finishes the tile
+        }
       }
+      int const first_row = tile_m * kBM + consumer * 64;
       if constexpr (kEpilogue == Epilogue::kTmaStore) {
-        store_tile<kBN>(&c_map, block.shared.staging[consumer], pieces, 1 + consumer, C, ldc, m, n,
-                        alpha, beta, tile_m * kBM + consumer * 64, tile_n * kBN, acc);
+        store_tile<kBN>(&c_map, shared.staging[consumer], pieces, 1 + consumer, C, ldc, m, n, alpha,
+                        beta, first_row, tile_n * kBN, acc);
       } else {
-        store_tile_directly<kBN, kEpilogue == Epilogue::kPairStores>(C, ldc, m, n, alpha, beta,
-                                                                     consumer, tile_m, tile_n, acc);
+        store_accumulators<kBN, kEpilogue == Epilogue::kPairStores>(C, ldc, m, n, alpha, beta,
+                                                                    first_row, tile_n * kBN, acc);
       }
     }
     // The last stores must have landed before the kernel ends.
@@ -446,6 +354,25 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 
 // --- the host -----------------------------------------------------------------------------------
 
+// Step 23's model, with the split's rounds: rounds times the tile width, plus a per-tile overhead
+// worth 32 columns (the epilogue, and the lower efficiency of narrower wgmma).
+int choose_tile_width(int m, int n, int k, int clusters) {
+  int best_width = 256;
+  double best_cost = -1.0;
+  for (int width : {256, 192, 128}) {
+    long long const tiles =
+        static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
+        gemm::ceil_div(n, width);
+    double const cost =
+        rounds(make_schedule(tiles, gemm::ceil_div(k, kBK), clusters)) * (width + 32);
+    if (best_cost < 0.0 || cost < best_cost) {
+      best_cost = cost;
+      best_width = width;
+    }
+  }
+  return best_width;
+}
+
 template <int kBN, Epilogue kEpilogue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
@@ -453,8 +380,13 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   constexpr auto kernel = split_k_tail_kernel<kBN, kEpilogue>;
   gemm::opt_in_shared_memory<kernel>(kSharedBytes);
   check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
+  // The G of the schedule. (Correctness does not depend on it: no cluster waits for another, so a
+  // grid that does not fit at once, beside another kernel, only runs longer.)
   static int const resident = resident_clusters(kernel, kClusterSize, kThreads, kSharedBytes);
-  Schedule const schedule = make_schedule(m, n, k, kBN, resident);
+  long long const tiles =
+      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
+      gemm::ceil_div(n, kBN);
+  Schedule const schedule = make_schedule(tiles, gemm::ceil_div(k, kBK), resident);
   // The split's workspace: one slot of partial sums per cluster, block and consumer (a cluster
   // does at most one slice), and a counter per tail tile, block and consumer, cleared on the
   // stream before the kernel.
@@ -474,23 +406,6 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   }
   kernel<<<static_cast<unsigned>(schedule.clusters * kClusterSize), kThreads, kSharedBytes,
            stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
-}
-
-template <int kBN>
-void launch_width(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
-                  CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
-                  int ldc, cudaStream_t stream) {
-  switch (epilogue) {
-    case Epilogue::kTmaStore:
-      return launch<kBN, Epilogue::kTmaStore>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                              stream);
-    case Epilogue::kPairStores:
-      return launch<kBN, Epilogue::kPairStores>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                                stream);
-    case Epilogue::kSingleStores:
-      return launch<kBN, Epilogue::kSingleStores>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
-                                                  stream);
-  }
 }
 
 }  // namespace
@@ -524,11 +439,11 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   } else if (rows_are_aligned<4>(C, ldc)) {
     epilogue = Epilogue::kPairStores;
   }
-  if (width == 256)
-    launch_width<256>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
-  if (width == 192)
-    launch_width<192>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
-  if (width == 128)
-    launch_width<128>(epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+  dispatch_value<256, 192, 128>(width, [&](auto kWidth) {
+    dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
+        epilogue, [&](auto kEpilogue) {
+          launch<kWidth(), kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+        });
+  });
   check_launch("bf16_gemm");
 }

@@ -1,4 +1,4 @@
-// Exercise: step 23, tiles that fit the shape. One TODO block in the epilogue: where each lane
+// Exercise: step 26, tiles that fit the shape. One TODO block in the epilogue: where each lane
 // points stmatrix .trans, which writes the accumulators (C^T) back to shared memory as rows of C.
 // The placeholder compiles and sends the second 8-row block of every x4 onto the first, so half
 // of every tile's rows are never written: every shape fails its check (the NaN poison shows).
@@ -8,21 +8,26 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <memory>
 #include <stdexcept>
-#include <string>
-#include <type_traits>
 #include <utility>
 
 #include "aligned_operand.cuh"
-#include "async_copy.cuh"
+#include "cluster.cuh"
 #include "cuda_check.h"
 #include "device_helpers.cuh"
 #include "gemm.h"
-#include "hopper.cuh"
+#include "launch.h"
+#include "mbarrier.cuh"
+#include "pipeline_phases.cuh"
+#include "split_k.cuh"
 #include "tensor_map.h"
+#include "tma_store.cuh"
+#include "warp_specialization.cuh"
+#include "wgmma.cuh"
 #include "workspace.h"
 
 namespace {
@@ -41,7 +46,6 @@ constexpr int kProducerRegisters = 40;
 constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
 
 constexpr std::uint32_t kBBoxBytes = kBK * kBoxN * 2;
-constexpr std::uint32_t kGroupBytes = kGroupRows * kBoxN * 2;  // 4 KB
 constexpr std::uint32_t kPieceBytes = kPieceRows * kBoxN * 2;  // 2 KB
 
 // How C is written. kTmaStore needs C to be a legal TMA operand (16-byte-aligned rows); the
@@ -49,31 +53,7 @@ constexpr std::uint32_t kPieceBytes = kPieceRows * kBoxN * 2;  // 2 KB
 // aligned.
 enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
 
-// Everything that follows from the tile height kBM and the number of consumers (each 64 columns).
-template <int kBM, int kConsumers>
-struct Tile {
-  static constexpr int kBN = 64 * kConsumers;  // a block's columns: one box of B per consumer
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  // setmaxnreg: what the producer gives up goes to the consumers (multiples of 8, 64K in all).
-  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 152;
-  static constexpr std::uint32_t kABytes = kBM * kBK * 2;  // a multiple of 1024: kBM % 8 == 0
-  static constexpr std::uint32_t kBBytes = kBBoxBytes * kConsumers;
-  static constexpr std::uint32_t kStageBytes = kABytes + kBBytes;
-  // Each consumer stages C in two 4 KB buffers: it fills one while TMA still reads the other.
-  static constexpr std::uint32_t kStagingBytes = kConsumers * 2 * kGroupBytes;
-  // As many stages as fit beside the staging buffers.
-  static constexpr int kStages = std::min<int>(
-      6, (kMaxSharedBytes - 1024 - kStagingBytes - 6 * 16) / static_cast<int>(kStageBytes));
-  static constexpr int kSharedBytes =
-      1024 + kStages * kStageBytes + kStagingBytes + 2 * kStages * 8;
-  static constexpr int kGroups = (kBM + kGroupRows - 1) / kGroupRows;
-  static_assert(kBM % kPieceRows == 0 && kBM >= 128 && kBM <= 256,
-                "wgmma N (here kBM): a multiple of 16 from 128 to 256");
-  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
-  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
-  static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumers <= 65536,
-                "the registers of one block per SM");
-};
+// --- the transposed product ---------------------------------------------------------------------
 
 // acc (this consumer's 64 columns x kBM rows of C, as C^T) += the 64 x 16 tile of B^T at `a`
 // times the 16 x kBM tile of A^T at `b`.
@@ -132,62 +112,138 @@ __device__ __forceinline__ std::uint32_t packed(float low, float high) {
   return *reinterpret_cast<std::uint32_t const*>(&pair);
 }
 
-// --- the schedule -------------------------------------------------------------------------------
+// --- the tile -----------------------------------------------------------------------------------
 
-// Which k tiles of which cluster tile each cluster computes. Cluster tiles 0 .. dp_tiles - 1 are
-// done whole, tile t by cluster t % G (G clusters). Each of the tail_tiles tiles after them is cut
-// into `splits` slices of K: slice j of tail tile r is done by cluster r x splits + j. Without a
-// split, tail_tiles is 0 and splits 1.
-struct Schedule {
-  int clusters;    // G
-  int k_tiles;     // k tiles per tile
-  int dp_tiles;    // tiles done whole, by one cluster each
-  int tail_tiles;  // R: tiles cut into slices
-  int splits;      // s: slices per tail tile
+// Everything that follows from the tile height kBM and the number of consumers (each 64 columns).
+template <int kBM, int kConsumers>
+struct Tile {
+  static constexpr int kBN = 64 * kConsumers;  // a block's columns: one box of B per consumer
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  // setmaxnreg: what the producer gives back goes to the consumers, within the launch allocation
+  // (128 x 40 + 256 x 232 = 64,512 of 384 x 168; 128 x 40 + 384 x 152 = 63,488 of 512 x 128).
+  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 152;
+  struct Stage {
+    alignas(1024) bf16 a[kBM * kBK];  // a multiple of 1024 bytes: kBM % 8 == 0
+    alignas(1024) bf16 b[kBK * kBN];
+  };
+  // Each consumer stages C in two buffers of kGroupRows rows: it fills one while TMA still reads
+  // the other.
+  static constexpr int kStagingBytes = kConsumers * 2 * kGroupRows * kBoxN * 2;
+  static constexpr int kStages =
+      std::min<int>(6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
+  struct SharedStorage {
+    Stage stages[kStages];
+    alignas(1024) bf16 staging[kConsumers][2][kGroupRows * kBoxN];
+    std::uint64_t full[kStages];
+    std::uint64_t empty[kStages];
+  };
+  static constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+  static constexpr int kGroups = (kBM + kGroupRows - 1) / kGroupRows;
+  static_assert(kBM % kPieceRows == 0 && kBM >= 128 && kBM <= 256,
+                "wgmma N (here kBM): a multiple of 16 from 128 to 256");
+  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
+                "the register budgets must fit what the block is given at launch");
 };
 
-// One piece of work: k tiles [k_begin, k_end) of cluster tile `tile`; `tail_tile` is the tile's
-// index among the tail tiles for a slice, -1 for a whole tile.
-struct Unit {
-  int tile;
-  int k_begin;
-  int k_end;
-  int tail_tile;
-};
+// --- the epilogue -------------------------------------------------------------------------------
 
-// The index-th unit of `cluster`, or false when it has no more: its data-parallel tiles first,
-// then at most one slice. Producer and consumers walk the same list.
-__device__ __forceinline__ bool unit_of(Schedule const& s, int cluster, int index, Unit& unit) {
-  int const dp_units =
-      cluster < s.dp_tiles ? (s.dp_tiles - cluster + s.clusters - 1) / s.clusters : 0;
-  if (index < dp_units) {
-    unit = {cluster + index * s.clusters, 0, s.k_tiles, -1};
-    return true;
+// One consumer's 64 columns x kBM rows of C (held as C^T) at (first_row, first_col): kGroupRows
+// rows of C at a time into a swizzled staging buffer (rows of 128 bytes: this consumer's 64
+// columns), then out. The accumulators' 8-column block j (of wgmma's N) is 8 rows of C: floats
+// 4 j, 4 j + 1 are rows 8 j + t2, + 1 of column 16 warp + g, and floats 4 j + 2, 4 j + 3 the same
+// rows of column 16 warp + g + 8. Packed in pairs, each half is one 8 x 8 mma fragment with C's
+// columns as its rows: stmatrix .trans writes it back as 8 rows of C, each 8 columns (16 bytes)
+// long. `groups` counts the groups this consumer has staged: it picks the buffer.
+template <int kBM, int kConsumers, Epilogue kEpilogue>
+__device__ __forceinline__ void store_transposed_tile(CUtensorMap const* c_map,
+                                                      bf16 (&staging)[2][kGroupRows * kBoxN],
+                                                      int& groups, int consumer, bf16* C, int ldc,
+                                                      int m, int n, float alpha, float beta,
+                                                      int first_row, int first_col,
+                                                      float const (&acc)[kBM / 2]) {
+  using T = Tile<kBM, kConsumers>;
+  int const thread = threadIdx.x % 128;
+  int const lane = threadIdx.x % 32;
+  int const warp = (threadIdx.x / 32) % 4;
+  int const g = lane / 4;
+  int const t2 = (lane % 4) * 2;
+  bool const leader = thread == 0;  // issues the TMA stores
+  int const barrier_id = 1 + consumer;
+  int const matrix = lane / 8;      // this lane addresses a row of matrix `matrix` of each x4:
+  int const matrix_row = lane % 8;  // row matrix_row of 8-row block jj * 2 + matrix / 2,
+  int const chunk = 2 * warp + matrix % 2;  // in the 16-byte chunk of columns 8 chunk .. + 7
+#pragma unroll
+  for (int group = 0; group < T::kGroups; ++group, ++groups) {
+    constexpr int kLastRows = kBM - (T::kGroups - 1) * kGroupRows;
+    int const rows = group + 1 < T::kGroups ? kGroupRows : kLastRows;
+    bf16* const buffer_pointer = staging[groups % 2];
+    std::uint32_t const buffer = gemm::shared_address(buffer_pointer);
+    if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group_read<1>();
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int jj = 0; jj < kGroupRows / 16; ++jj) {
+      if (jj * 16 >= rows) break;
+      std::uint32_t r[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        int const j = group * (kGroupRows / 8) + jj * 2 + i / 2;  // accumulators' 8-row block
+        int const half = i % 2;
+        int const row = first_row + 8 * j + t2;
+        int const col = first_col + 16 * warp + 8 * half + g;
+        r[i] = packed(scaled(C, ldc, row, col, m, n, acc[4 * j + 2 * half], alpha, beta),
+                      scaled(C, ldc, row + 1, col, m, n, acc[4 * j + 2 * half + 1], alpha, beta));
+      }
+      // TODO(student): the row of the staging buffer (0 .. kGroupRows - 1) whose 16-byte
+      // chunk `chunk` this lane addresses: lane l gives row l % 8 of matrix l / 8 of the x4,
+      // and matrices 0 and 1 are the accumulators' 8-row block jj * 2 of this group (r[0],
+      // r[1] above), matrices 2 and 3 the block jj * 2 + 1
+      int const group_row = 16 * jj + matrix_row;  // placeholder: both blocks on the first
+                                                   // END TODO
+      stmatrix_x4_trans(buffer + group_row * 128 + ((chunk ^ (group_row % 8)) * 16), r[0], r[1],
+                        r[2], r[3]);
+    }
+    if constexpr (kEpilogue == Epilogue::kTmaStore) {
+      fence_proxy_async_shared();
+      named_barrier_sync(barrier_id, 128);
+      if (leader) {
+        for (int piece = 0; piece < rows / kPieceRows; ++piece) {
+          tma_store_2d(c_map, buffer + piece * kPieceBytes, first_col,
+                       first_row + group * kGroupRows + piece * kPieceRows);
+        }
+        bulk_commit_group();
+      }
+    } else {
+      // C's rows are not 16-byte aligned: each thread copies 16-byte chunks of the buffer to C
+      // with 4-byte (pairs) or 2-byte stores, inside C only.
+      named_barrier_sync(barrier_id, 128);
+      unsigned char const* const bytes = reinterpret_cast<unsigned char const*>(buffer_pointer);
+      for (int c = thread; c < rows * 8; c += 128) {
+        int const group_row = c / 8;
+        int const row = first_row + group * kGroupRows + group_row;
+        int const col = first_col + (c % 8) * 8;
+        if (row >= m || col >= n) continue;
+        uint4 const chunk_value = *reinterpret_cast<uint4 const*>(
+            bytes + group_row * 128 + (((c % 8) ^ (group_row % 8)) * 16));
+        bf16 const* const values = reinterpret_cast<bf16 const*>(&chunk_value);
+        bf16* const out = C + static_cast<size_t>(row) * ldc + col;
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+          if (col + e + 1 < n && kEpilogue == Epilogue::kPairStores) {
+            *reinterpret_cast<__nv_bfloat162*>(out + e) =
+                __halves2bfloat162(values[e], values[e + 1]);
+          } else {
+            if (col + e < n) out[e] = values[e];
+            if (col + e + 1 < n) out[e + 1] = values[e + 1];
+          }
+        }
+      }
+    }
   }
-  if (index > dp_units || cluster >= s.tail_tiles * s.splits) return false;
-  int const r = cluster / s.splits;
-  int const j = cluster % s.splits;
-  unit = {s.dp_tiles + r, j * s.k_tiles / s.splits, (j + 1) * s.k_tiles / s.splits, r};
-  return true;
 }
 
-// Counts one more finished slice on a tail tile's counter and returns how many had finished
-// before. The thread that calls it has just passed a named barrier with its warpgroup, after the
-// warpgroup stored its partial sums: the first fence makes those stores visible at GPU scope
-// before the count; the second makes what the other slices stored before their counts visible
-// to this warpgroup's loads after its next named barrier (CUTLASS's generic barrier works the
-// same way).
-__device__ __forceinline__ int count_finished_slice(int* counter) {
-  int before = 0;
-  asm volatile(
-      "fence.acq_rel.gpu;\n"
-      "atom.relaxed.gpu.global.add.s32 %0, [%1], 1;\n"
-      "fence.acq_rel.gpu;\n"
-      : "=r"(before)
-      : "l"(counter)
-      : "memory");
-  return before;
-}
+// --- the kernel ---------------------------------------------------------------------------------
 
 template <int kBM, int kConsumers, Epilogue kEpilogue>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
@@ -200,253 +256,91 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
   constexpr int kStages = T::kStages;
   constexpr int kBN = T::kBN;
   extern __shared__ unsigned char shared_bytes[];
-  std::uint32_t const shared_base = (gemm::shared_address(shared_bytes) + 1023) & ~1023u;
-  unsigned char* const shared_pointer =
-      shared_bytes + (shared_base - gemm::shared_address(shared_bytes));
-  auto a_stage = [&](int stage) { return shared_base + stage * T::kStageBytes; };
-  auto b_stage = [&](int stage) { return shared_base + stage * T::kStageBytes + T::kABytes; };
-  std::uint32_t const staging = shared_base + kStages * T::kStageBytes;  // 1024-byte aligned
-  std::uint32_t const barriers = staging + T::kStagingBytes;
-  auto full = [&](int stage) { return barriers + stage * 8; };
-  auto empty = [&](int stage) { return barriers + (kStages + stage) * 8; };
-
+  auto& shared = shared_storage<typename T::SharedStorage>(shared_bytes);
+  StageRing<typename T::SharedStorage> const ring{shared};
   unsigned const rank = cluster_block_rank();
   int const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
   int const tiles_n = gemm::ceil_div(n, kBN);
-  // This block's tile of cluster tile `tile`: the pair's row in step 19's grouped order, and the
-  // block's own row of the pair. Producer and consumers walk the same units.
-  auto block_tile = [&](int tile, int& tile_m, int& tile_n) {
+  int const cluster = blockIdx.x / kClusterSize;
+  int const warpgroup = threadIdx.x / 128;
+  auto tile_of = [&](int tile, int& tile_m, int& tile_n) {
     int pair_m = 0;
     gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
     tile_m = pair_m * kClusterSize + static_cast<int>(rank);
   };
-  int const cluster = blockIdx.x / kClusterSize;
-  int const warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      mbarrier_init(full(stage), 1);
-      mbarrier_init(empty(stage), 4 * kConsumers * kClusterSize);
+      mbarrier_init(ring.full(stage), 1);
+      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
     }
     fence_barrier_init();
   }
   cluster_sync();
 
   if (warpgroup == 0) {
-    // --- producer: step 22's, with A's box kBM rows tall --------------------------------------
     release_registers<kProducerRegisters>();
     if (threadIdx.x == 0) {
-      int load = 0;
+      PipelineState<kStages> write;
       Unit unit{};
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
         int tile_m = 0;
         int tile_n = 0;
-        block_tile(unit.tile, tile_m, tile_n);
-        for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
-          int const stage = load % kStages;
-          mbarrier_wait(empty(stage), (load / kStages + 1) % 2);
-          mbarrier_arrive_expect_bytes(full(stage), T::kStageBytes);
-          tma_load_2d(a_stage(stage), &a_map, k_tile * kBK, tile_m * kBM, full(stage));
-          for (int box = static_cast<int>(rank); box < kConsumers; box += kClusterSize) {
-            tma_load_2d_multicast(b_stage(stage) + box * kBBoxBytes, &b_map,
-                                  tile_n * kBN + box * kBoxN, k_tile * kBK, full(stage),
-                                  (1u << kClusterSize) - 1);
-          }
-        }
+        tile_of(unit.tile, tile_m, tile_n);
+        // A's box is the whole tile, kBM rows; B's boxes, one per consumer.
+        produce<kConsumers, kClusterSize>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
+                                          unit.k_begin, unit.k_end, rank, write);
       }
     }
   } else {
-    // --- consumers --------------------------------------------------------------------------
     claim_registers<T::kConsumerRegisters>();
     int const consumer = warpgroup - 1;
-    int const thread = threadIdx.x % 128;
-    int const lane = threadIdx.x % 32;
-    int const warp = (threadIdx.x / 32) % 4;
-    int const g = lane / 4;
-    int const t2 = (lane % 4) * 2;
-    bool const leader = thread == 0;  // issues the TMA stores, counts the slices
-    int const barrier_id = 1 + consumer;
-    auto release = [&](int stage) {
-      for (unsigned block = 0; block < kClusterSize; ++block) {
-        mbarrier_arrive_cluster(empty(stage), block);
-      }
-    };
-    // This consumer's slot of cluster c's partial sums (step 22): kBM / 2 floats per thread.
-    auto slot = [&](int c) {
-      std::size_t const index = (static_cast<std::size_t>(c) * kClusterSize + rank) * kConsumers +
-                                static_cast<std::size_t>(consumer);
-      return reinterpret_cast<float4*>(partials + index * 128 * (kBM / 2));
-    };
     __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
-    int load = 0;
+    PipelineState<kStages> read;
+    PipelineState<kStages> release;
     int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
     Unit unit{};
     for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
       int tile_m = 0;
       int tile_n = 0;
-      block_tile(unit.tile, tile_m, tile_n);
+      tile_of(unit.tile, tile_m, tile_n);
       // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
       float acc[kBM / 2];
 #pragma unroll
       for (int i = 0; i < kBM / 2; ++i)
         acc[i] = 0.0f;
-      for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile, ++load) {
-        int const stage = load % kStages;
-        mbarrier_wait(full(stage), (load / kStages) % 2);
-        wgmma_fence();
+      consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
 #pragma unroll
         for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-          wgmma_bf16<kBM>(acc, b_box_descriptor(b_stage(stage), consumer, kk),
-                          a_tile_descriptor(a_stage(stage), kk));
+          wgmma_bf16<kBM>(acc, b_box_descriptor(ring.b_tile(stage), consumer, kk),
+                          a_tile_descriptor(ring.a_tile(stage), kk));
         }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (k_tile > unit.k_begin && lane == 0) release((load - 1) % kStages);
-      }
-      wgmma_wait<0>();
-      if (lane == 0) release((load - 1) % kStages);
-
+      });
       if (unit.tail_tile >= 0) {
-        // A slice of a tail tile (step 22): hand the partial sums over and count the slice done;
-        // the last slice of the tile to finish adds all of them up, in slice order.
-        float4* const out = slot(cluster);
-#pragma unroll
-        for (int i = 0; i < kBM / 8; ++i) {
-          __stcg(out + i * 128 + thread,
-                 make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-        }
-        named_barrier_sync(barrier_id, 128);
-        if (leader) {
-          int* const counter =
-              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-          last_slice[consumer] = count_finished_slice(counter) == schedule.splits - 1;
-        }
-        named_barrier_sync(barrier_id, 128);
-        if (!last_slice[consumer]) continue;
-        int const first_cluster = unit.tail_tile * schedule.splits;
-        float4 const* const first = slot(first_cluster);
-#pragma unroll
-        for (int i = 0; i < kBM / 8; ++i) {
-          float4 const part = __ldcg(first + i * 128 + thread);
-          acc[4 * i] = part.x;
-          acc[4 * i + 1] = part.y;
-          acc[4 * i + 2] = part.z;
-          acc[4 * i + 3] = part.w;
-        }
-        for (int j = 1; j < schedule.splits; ++j) {
-          float4 const* const in = slot(first_cluster + j);
-#pragma unroll
-          for (int i = 0; i < kBM / 8; ++i) {
-            float4 const part = __ldcg(in + i * 128 + thread);
-            acc[4 * i] += part.x;
-            acc[4 * i + 1] += part.y;
-            acc[4 * i + 2] += part.z;
-            acc[4 * i + 3] += part.w;
-          }
+        // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
+        std::size_t const slot_stride = kClusterSize * kConsumers;
+        std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
+        std::size_t const first_slot =
+            unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
+        int* const counter =
+            counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+        if (!reduce_tail_slices<kBM / 2>(partials, own_slot, first_slot, slot_stride,
+                                         schedule.splits, counter, last_slice[consumer],
+                                         1 + consumer, acc)) {
+          continue;  // another slice finishes the tile
         }
       }
-
-      // The epilogue: kGroupRows rows of C at a time into a swizzled staging buffer (rows of 128
-      // bytes: this consumer's 64 columns), then out. The accumulators' 8-column block j (of
-      // wgmma's N) is 8 rows of C: floats 4 j, 4 j + 1 are rows 8 j + t2, + 1 of column
-      // 16 warp + g, and floats 4 j + 2, 4 j + 3 the same rows of column 16 warp + g + 8. Packed
-      // in pairs, each half is one 8 x 8 mma fragment with C's columns as its rows: stmatrix
-      // .trans writes it back as 8 rows of C, each 8 columns (16 bytes) long.
-      int const first_row = tile_m * kBM;
-      int const first_col = tile_n * kBN + consumer * kBoxN;
-      int const matrix = lane / 8;      // this lane addresses a row of matrix `matrix` of each x4:
-      int const matrix_row = lane % 8;  // row matrix_row of 8-row block jj * 2 + matrix / 2,
-      int const chunk = 2 * warp + matrix % 2;  // in the 16-byte chunk of columns 8 chunk .. + 7
-#pragma unroll
-      for (int group = 0; group < T::kGroups; ++group, ++groups) {
-        constexpr int kLastRows = kBM - (T::kGroups - 1) * kGroupRows;
-        int const rows = group + 1 < T::kGroups ? kGroupRows : kLastRows;
-        std::uint32_t const buffer = staging + (consumer * 2 + groups % 2) * kGroupBytes;
-        if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group_read<1>();
-        named_barrier_sync(barrier_id, 128);
-#pragma unroll
-        for (int jj = 0; jj < kGroupRows / 16; ++jj) {
-          if (jj * 16 >= rows) break;
-          std::uint32_t r[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            int const j = group * (kGroupRows / 8) + jj * 2 + i / 2;  // accumulators' 8-row block
-            int const half = i % 2;
-            int const row = first_row + 8 * j + t2;
-            int const col = first_col + 16 * warp + 8 * half + g;
-            r[i] =
-                packed(scaled(C, ldc, row, col, m, n, acc[4 * j + 2 * half], alpha, beta),
-                       scaled(C, ldc, row + 1, col, m, n, acc[4 * j + 2 * half + 1], alpha, beta));
-          }
-          // TODO(student): the row of the staging buffer (0 .. kGroupRows - 1) whose 16-byte
-          // chunk `chunk` this lane addresses: lane l gives row l % 8 of matrix l / 8 of the x4,
-          // and matrices 0 and 1 are the accumulators' 8-row block jj * 2 of this group (r[0],
-          // r[1] above), matrices 2 and 3 the block jj * 2 + 1
-          int const group_row = 16 * jj + matrix_row;  // placeholder: both blocks on the first
-          // END TODO
-          stmatrix_x4_trans(buffer + group_row * 128 + ((chunk ^ (group_row % 8)) * 16), r[0], r[1],
-                            r[2], r[3]);
-        }
-        if constexpr (kEpilogue == Epilogue::kTmaStore) {
-          fence_proxy_async_shared();
-          named_barrier_sync(barrier_id, 128);
-          if (leader) {
-            for (int piece = 0; piece < rows / kPieceRows; ++piece) {
-              tma_store_2d(&c_map, buffer + piece * kPieceBytes, first_col,
-                           first_row + group * kGroupRows + piece * kPieceRows);
-            }
-            bulk_commit_group();
-          }
-        } else {
-          // C's rows are not 16-byte aligned: each thread copies 16-byte chunks of the buffer
-          // to C with 4-byte (pairs) or 2-byte stores, inside C only.
-          named_barrier_sync(barrier_id, 128);
-          unsigned char const* const buffer_pointer = shared_pointer + (buffer - shared_base);
-          for (int c = thread; c < rows * 8; c += 128) {
-            int const group_row = c / 8;
-            int const row = first_row + group * kGroupRows + group_row;
-            int const col = first_col + (c % 8) * 8;
-            if (row >= m || col >= n) continue;
-            uint4 const chunk_value = *reinterpret_cast<uint4 const*>(
-                buffer_pointer + group_row * 128 + (((c % 8) ^ (group_row % 8)) * 16));
-            bf16 const* const values = reinterpret_cast<bf16 const*>(&chunk_value);
-            bf16* const out = C + static_cast<size_t>(row) * ldc + col;
-#pragma unroll
-            for (int e = 0; e < 8; e += 2) {
-              if (col + e + 1 < n && kEpilogue == Epilogue::kPairStores) {
-                *reinterpret_cast<__nv_bfloat162*>(out + e) =
-                    __halves2bfloat162(values[e], values[e + 1]);
-              } else {
-                if (col + e < n) out[e] = values[e];
-                if (col + e + 1 < n) out[e + 1] = values[e + 1];
-              }
-            }
-          }
-        }
-      }
+      store_transposed_tile<kBM, kConsumers, kEpilogue>(
+          &c_map, shared.staging[consumer], groups, consumer, C, ldc, m, n, alpha, beta,
+          tile_m * kBM, tile_n * kBN + consumer * kBoxN, acc);
     }
     // The last stores must have landed before the kernel ends.
-    if (kEpilogue == Epilogue::kTmaStore && leader) bulk_wait_group<0>();
+    if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
   }
   cluster_sync();
 }
 
-// --- the plan: tile height and schedule --------------------------------------------------------
-
-// A slice shorter than this many k tiles would spend more on handing its partial sums on than it
-// saves.
-constexpr int kMinSliceKTiles = 4;
-
-// What a split costs beyond its share of the work, in k tiles (step 22).
-constexpr double kSplitOverheadKTiles = 8.0;
-
-// The time of a schedule in rounds (one tile's k loop on every cluster): the data-parallel rounds,
-// plus a round of 1 / splits of the k loop and the split's overhead if there is a tail.
-double rounds(Schedule const& s) {
-  if (s.tail_tiles == 0) return (s.dp_tiles + s.clusters - 1) / s.clusters;
-  return static_cast<double>(s.dp_tiles) / s.clusters + 1.0 / s.splits +
-         kSplitOverheadKTiles / s.k_tiles;
-}
+// --- the plan: tile height and width ----------------------------------------------------------
 
 // A block tile: `height` rows (wgmma's N) by 64 columns per consumer.
 struct TileShape {
@@ -454,39 +348,31 @@ struct TileShape {
   int consumers;
 };
 
-// How the cluster tiles (2 x height rows, 64 x consumers columns) are shared among `clusters`
-// resident clusters: the tiles that fill whole rounds data-parallel, and the rest split along K
-// where the model says that is faster than a last round of whole tiles.
-Schedule make_schedule(int m, int n, int k, TileShape shape, int clusters) {
+// The schedule (step 25) of the cluster tiles (2 x height rows, 64 x consumers columns).
+Schedule schedule_for(int m, int n, int k, TileShape shape, int clusters) {
   long long const tiles =
       static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, shape.height), kClusterSize)) *
       gemm::ceil_div(n, 64 * shape.consumers);
-  int const k_tiles = gemm::ceil_div(k, kBK);
-  Schedule const data_parallel{static_cast<int>(std::min<long long>(tiles, clusters)), k_tiles,
-                               static_cast<int>(tiles), 0, 1};
-  int const left_over = static_cast<int>(tiles % clusters);
-  if (left_over == 0) return data_parallel;
-  int const splits = std::min(clusters / left_over, k_tiles / kMinSliceKTiles);
-  if (splits < 2) return data_parallel;
-  Schedule const split{clusters, k_tiles, static_cast<int>(tiles - left_over), left_over, splits};
-  return rounds(split) < rounds(data_parallel) ? split : data_parallel;
+  return make_schedule(tiles, gemm::ceil_div(k, kBK), clusters);
 }
 
 // The tiles this step is built for: with two consumers (128 columns) every height from 128 to
-// 256 in steps of 16; with three (192 columns) up to 192. With 512 threads ptxas compiles the
-// whole kernel for 128 registers per thread (setmaxnreg moves registers only at run time): 96
-// accumulators and the addresses around them fit, the 104 of a 208-row tile do not (C7602).
+// 256 in steps of 16; with three (192 columns) up to 192. A 512-thread block is launched with 128
+// registers per thread, and ptxas checks every instruction against that: one wgmma of N = 208
+// needs 130 (its 104 accumulators, the descriptors and what stays live), so it does not compile
+// (error C7602), whatever setmaxnreg gives the consumers later. Taller three-consumer tiles do
+// build as two wgmma of N / 2 each, in the consumers' 152 registers, but they ran slower.
 constexpr TileShape kShapes[] = {{256, 2}, {240, 2}, {224, 2}, {208, 2}, {192, 2},
                                  {176, 2}, {160, 2}, {144, 2}, {128, 2}, {192, 3},
                                  {176, 3}, {160, 3}, {144, 3}, {128, 3}};
 
-// Step 21's model in two dimensions: rounds times the tile's area, each side with an overhead
+// Step 23's model in two dimensions: rounds times the tile's area, each side with an overhead
 // worth 32 rows or columns (the epilogue, and the lower efficiency of smaller wgmma).
 TileShape choose_tile(int m, int n, int k, int clusters) {
   TileShape best = kShapes[0];
   double best_cost = -1.0;
   for (TileShape const shape : kShapes) {
-    double const cost = rounds(make_schedule(m, n, k, shape, clusters)) * (shape.height + 32) *
+    double const cost = rounds(schedule_for(m, n, k, shape, clusters)) * (shape.height + 32) *
                         (64 * shape.consumers + 32);
     if (best_cost < 0.0 || cost < best_cost) {
       best_cost = cost;
@@ -496,37 +382,19 @@ TileShape choose_tile(int m, int n, int k, int clusters) {
   return best;
 }
 
-// How many clusters of this kernel fit the GPU at once (66 on the H100): the G of the schedule.
-// (Correctness does not depend on it: no cluster waits for another, so a grid that does not fit
-// at once, beside another kernel, only runs longer.)
-template <class Kernel>
-int resident_clusters(Kernel kernel, int threads, int shared_bytes) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kClusterSize, 1, 1);
-  config.blockDim = dim3(threads, 1, 1);
-  config.dynamicSmemBytes = shared_bytes;
-  int clusters = 0;
-  gemm::check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-                   "cudaOccupancyMaxActiveClusters");
-  if (clusters < 1) throw std::runtime_error("bf16_gemm: no cluster of 2 blocks fits this GPU");
-  return clusters;
-}
+// --- the host -----------------------------------------------------------------------------------
 
 template <int kBM, int kConsumers, Epilogue kEpilogue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
-  auto const kernel = fitted_tiles_kernel<kBM, kConsumers, kEpilogue>;
-  static cudaError_t const opt_in =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes);
-  if (opt_in != cudaSuccess) {
-    throw std::runtime_error("bf16_gemm: this GPU cannot give a block " +
-                             std::to_string(T::kSharedBytes) + " bytes of shared memory (" +
-                             cudaGetErrorString(opt_in) + ")");
-  }
-  static int const resident = resident_clusters(kernel, T::kThreads, T::kSharedBytes);
-  Schedule const schedule = make_schedule(m, n, k, {kBM, kConsumers}, resident);
-  // The split's workspace (step 22): one slot of partial sums per cluster, block and consumer,
+  constexpr auto kernel = fitted_tiles_kernel<kBM, kConsumers, kEpilogue>;
+  gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
+  check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
+                                 kConsumers);
+  static int const resident = resident_clusters(kernel, kClusterSize, T::kThreads, T::kSharedBytes);
+  Schedule const schedule = schedule_for(m, n, k, {kBM, kConsumers}, resident);
+  // The split's workspace (step 25): one slot of partial sums per cluster, block and consumer,
   // and a counter per tail tile, block and consumer, cleared on the stream before the kernel.
   std::unique_ptr<gemm::StreamWorkspace> workspace;
   float* partials = nullptr;
@@ -546,43 +414,37 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
            stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
 }
 
+// The kernel of tile kBM x kConsumers with the epilogue `epilogue`.
 template <int kBM, int kConsumers>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
-  switch (epilogue) {
-    case Epilogue::kTmaStore:
-      return launch<kBM, kConsumers, Epilogue::kTmaStore>(a_map, b_map, c_map, m, n, k, alpha, beta,
-                                                          C, ldc, stream);
-    case Epilogue::kPairStores:
-      return launch<kBM, kConsumers, Epilogue::kPairStores>(a_map, b_map, c_map, m, n, k, alpha,
-                                                            beta, C, ldc, stream);
-    case Epilogue::kSingleStores:
-      return launch<kBM, kConsumers, Epilogue::kSingleStores>(a_map, b_map, c_map, m, n, k, alpha,
-                                                              beta, C, ldc, stream);
-  }
+  gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
+      epilogue, [&](auto kEpilogue) {
+        launch<kBM, kConsumers, kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc,
+                                             stream);
+      });
 }
 
 // The GEMM with block tiles of `shape` (one of kShapes).
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
-  // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it
-  // (common/aligned_operand.cuh says why).
+  // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it (step 22).
   gemm::AlignedOperand const a(A, m, k, lda, gemm::should_copy_a(A, lda, n), stream);
   gemm::AlignedOperand const b(B, k, n, ldb, gemm::must_copy(B, ldb), stream);
   // A's box is a whole block tile (shape.height rows, at most 256: TMA's limit); C's a piece.
   CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), shape.height, kBK);
   CUtensorMap const b_map = gemm::make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
   Epilogue epilogue = Epilogue::kSingleStores;
-  CUtensorMap c_map{};  // unused by the direct-store kernels
-  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 21).
+  CUtensorMap c_map{};  // unused by the direct stores
+  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 24).
   if (gemm::rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
     epilogue = Epilogue::kTmaStore;
     c_map = gemm::make_bf16_tensor_map(C, m, n, ldc, kPieceRows, kBoxN);
   } else if (gemm::rows_are_aligned<4>(C, ldc)) {
     epilogue = Epilogue::kPairStores;
   }
-  // One launch_shape instance per entry of kShapes; the one that matches `shape` runs.
+  // One launch per entry of kShapes and epilogue; the one that matches runs.
   auto const launch_matching = [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
     (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers
                ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers>(
