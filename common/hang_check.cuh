@@ -19,11 +19,13 @@ inline constexpr bool kDebugHangs = false;
 // this many tries take seconds, far longer than any wait of a correct kernel.
 inline constexpr unsigned kHangTries = 1u << 20;
 
-// Set by the first thread that gives up, so that one message is printed, not one per thread.
+// Set by the first thread that gives up: it prints the one message and traps.
 static __device__ unsigned hang_reported = 0;
 
 static __device__ __noinline__ void report_hang(unsigned barrier, unsigned parity) {
-  if (atomicExch(&hang_reported, 1u) != 0) __trap();
+  // The others go on waiting until the trap ends the launch: one that trapped now could end it
+  // before the message is out.
+  if (atomicExch(&hang_reported, 1u) != 0) return;
   std::printf(
       "gemm: an mbarrier wait did not complete after %u tries: block (%d, %d, %d), thread %d, "
       "barrier at shared address 0x%x, waiting for the phase of parity %u\n",

@@ -8,7 +8,7 @@ usage:
   results.py progress FILE.csv             one line per row: shape, GFLOPS, % of cuBLAS, check
   results.py table FILE.csv [FILE.csv ...]  the Markdown progression tables
   results.py plot FILE.csv OUT.png          GFLOPS per step, log scale (needs matplotlib)
-  results.py lessons CANONICAL.csv [--check] [README.md ...]
+  results.py lessons CANONICAL.csv [--shapes SHAPES.csv] [--check] [README.md ...]
                                             fill the measured tables of the step READMEs
                                             (default: steps/*/README.md); --check rewrites
                                             nothing and lists every table that differs
@@ -19,6 +19,9 @@ replaced by a table generated from the canonical CSV (never edit it by hand):
 
     <!-- measured table: step NN -->
     <!-- end measured table -->
+
+A block that starts with `<!-- measured table: step NN, shapes -->` is filled the same way from
+SHAPES.csv instead (the steps measured at the shapes where one idea or another pays).
 
 The table has one row per problem size that the CSV has for step NN, in the CSV's order: step
 NN's GFLOPS, the GFLOPS of the step before it in the CSV (PP), the cuBLAS GFLOPS measured beside
@@ -201,8 +204,8 @@ def lesson_table(rows, step):
 
 
 def fill_tables(text, rows, name):
-    """The text with every measured-table block filled, and [(line, step, changed)] for each
-    block. Raises LessonError naming the file and line of a malformed block or a step that the
+    """The text with every measured-table block filled from rows[""] (the canonical run) or, for
+    a block marked ", shapes", rows["shapes"], and [(line, step, changed)] for each block. Raises LessonError naming the file and line of a malformed block or a step that the
     CSV does not have."""
     lines = text.split("\n")
     out, blocks, i = [], [], 0
@@ -217,10 +220,18 @@ def fill_tables(text, rows, name):
             i += 1
             continue
         number = stripped[len(TABLE_BEGIN):]
+        source = ""
+        if number.endswith(", shapes -->"):
+            source = "shapes"
+            number = number[:-len(", shapes -->")] + " -->"
         if not number.endswith(" -->") or not number[:-4].isdigit():
-            raise LessonError(f"{name}:{i + 1}: expected '{TABLE_BEGIN}NN -->' (NN: a step "
-                              f"number), found '{stripped}'")
+            raise LessonError(f"{name}:{i + 1}: expected '{TABLE_BEGIN}NN -->' or "
+                              f"'{TABLE_BEGIN}NN, shapes -->' (NN: a step number), found "
+                              f"'{stripped}'")
         step = int(number[:-4])
+        if source not in rows:
+            raise LessonError(f"{name}:{i + 1}: the measured table of step {step:02d} is "
+                              "filled from the shapes CSV, and none was given (--shapes FILE)")
         end = i + 1
         while end < len(lines) and lines[end].strip() != TABLE_END:
             if lines[end].strip().startswith(TABLE_BEGIN):
@@ -230,7 +241,7 @@ def fill_tables(text, rows, name):
             raise LessonError(f"{name}:{i + 1}: the measured table of step {step:02d} has no "
                               f"'{TABLE_END}' after it")
         try:
-            table = [""] + lesson_table(rows, step) + [""]
+            table = [""] + lesson_table(rows[source], step) + [""]
         except LessonError as error:
             raise LessonError(f"{name}:{i + 1}: {error}") from None
         blocks.append((i + 1, step, lines[i + 1:end] != table))
@@ -322,9 +333,17 @@ def main(argv):
         return 0 if argv else 2
     command, files = argv[0], argv[1:]
     check = False
+    shapes_csv = None
     if command == "lessons":
         check = "--check" in files
         files = [f for f in files if f != "--check"]
+        if "--shapes" in files:
+            at = files.index("--shapes")
+            if at + 1 >= len(files):
+                print("results.py: --shapes needs a CSV file", file=sys.stderr)
+                return 2
+            shapes_csv = files[at + 1]
+            files = files[:at] + files[at + 2:]
     expected = {"progress": (1, 1), "table": (1, None), "plot": (2, 2), "lessons": (1, None)}
     if command not in expected:
         print(f"results.py: unknown command '{command}' (progress, table, plot, lessons)",
@@ -353,8 +372,16 @@ def main(argv):
     elif command == "table":
         print(tables(rows), end="")
     elif command == "lessons":
+        sources = {"": rows}
+        if shapes_csv is not None:
+            try:
+                with open(shapes_csv, encoding="utf-8") as f:
+                    sources["shapes"] = read_rows([(shapes_csv, f.read())])
+            except (OSError, CsvError) as error:
+                print(f"results.py: {error}", file=sys.stderr)
+                return 2
         try:
-            return lessons(files[0], rows, files[1:], check)
+            return lessons(files[0], sources, files[1:], check)
         except LessonError as error:
             print(f"results.py: {error}", file=sys.stderr)
             return 2

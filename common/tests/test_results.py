@@ -139,7 +139,7 @@ class Lessons(unittest.TestCase):
                 "<!-- end measured table -->\n\nThe [results](x.md).\n\n"
                 "<!-- measured table: step 12 -->\n| an old | table |\n"
                 "<!-- end measured table -->\n")
-        filled, blocks = results.fill_tables(text, self.canonical, "README.md")
+        filled, blocks = results.fill_tables(text, {"": self.canonical}, "README.md")
         self.assertEqual(blocks, [(5, 13, True), (10, 12, True)])
         self.assertTrue(filled.startswith("# Step 13\n\n## Measured\n\n"
                                           "<!-- measured table: step 13 -->\n\n| size |"))
@@ -147,7 +147,7 @@ class Lessons(unittest.TestCase):
                       "<!-- end measured table -->\n\nThe [results](x.md).\n", filled)
         self.assertNotIn("an old", filled)
         self.assertTrue(filled.endswith("| 75.0% |\n\n<!-- end measured table -->\n"))
-        again, blocks = results.fill_tables(filled, self.canonical, "README.md")
+        again, blocks = results.fill_tables(filled, {"": self.canonical}, "README.md")
         self.assertEqual(again, filled)
         self.assertEqual(blocks, [(5, 13, False), (16, 12, False)])
 
@@ -159,7 +159,7 @@ class Lessons(unittest.TestCase):
                  ("<!-- measured table: step five -->\n", "R.md:1: expected")]
         for text, message in cases:
             with self.assertRaisesRegex(results.LessonError, message):
-                results.fill_tables(text, self.canonical, "R.md")
+                results.fill_tables(text, {"": self.canonical}, "R.md")
 
 
 class CommandLine(unittest.TestCase):
