@@ -1,4 +1,4 @@
-// Tensor maps for TMA (steps 17 and later). A tensor map is a 128-byte descriptor of a matrix in
+// Tensor maps for TMA (steps 18 and later). A tensor map is a 128-byte descriptor of a matrix in
 // global memory (base address, sizes, row pitch) and of the box one copy moves into shared
 // memory (its sizes and swizzle). It is built on the host, once per call, and passed to the
 // kernel by value as a `const __grid_constant__ CUtensorMap` parameter.

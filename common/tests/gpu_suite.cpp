@@ -256,17 +256,17 @@ TEST_CASE("integer inputs give the exact result") {
 
 TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({1024, 768, 512});
-  // More output tiles than an H100 has SMs even with step 18's 128 x 256 tiles (16 x 18 = 288):
-  // the persistent kernels (step 19 on) walk two or three tiles per block, their stage ring and
+  // More output tiles than an H100 has SMs even with step 19's 128 x 256 tiles (16 x 18 = 288):
+  // the persistent kernels (step 20 on) walk two or three tiles per block, their stage ring and
   // barrier phases running on from one tile to the next.
   check_case({2048, 4608, 100});
   check_case({1000, 1000, 333}, {1, 1, 1, 1}, {0.75f, -0.5f});
   // An odd number of 128-row tiles (31) with several 256-column tiles per cluster of two blocks
-  // (step 20 on), once with rows padded by 8 elements: 16-byte aligned, but a pitch that is not
+  // (step 21 on), once with rows padded by 8 elements: 16-byte aligned, but a pitch that is not
   // a multiple of 128 bytes, and beta != 0.
   check_case({3900, 2048, 200});
   check_case({3900, 2048, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
-  // Fewer tiles than clusters with a long K (step 22 cuts each tile into slices of K, one
+  // Fewer tiles than clusters with a long K (step 25 cuts each tile into slices of K, one
   // cluster per slice, and adds the slices' partial sums): 16 tiles of 128 columns with 35 k
   // tiles each, 4 slices per tile; then 16 tiles with 94 k tiles, B copied (ldb not a multiple
   // of 8), C written in pairs (ldc not a multiple of 8), and beta.

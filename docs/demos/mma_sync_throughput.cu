@@ -2,8 +2,8 @@
 // this GPU, with nothing in its way: no loads, no address arithmetic, no epilogue.
 //   build/demo_mma_sync_throughput
 //
-// Steps 15 and 16 feed mma.sync from shared memory, and step 16 stops at 64% of the tensor pipe
-// and estimates what a full pipe would give. This program measures that ceiling directly: every
+// Steps 15-17 feed mma.sync from shared memory, and none of them keeps the tensor pipe busy all the
+// time: what would a full pipe give? This program measures that ceiling directly: every
 // warp issues mma.sync on fragments it keeps in registers, with ILP independent accumulators,
 // and exactly W warps run on every SM. Two things decide the rate:
 //  - latency: an mma.sync cannot start before the one before it on the same accumulator has
@@ -15,7 +15,7 @@
 // f16 with f16 accumulation.
 //
 // The percentages are of 989 TFLOP/s, the H100 SXM's dense BF16 (and FP16) tensor-core spec,
-// which is quoted for wgmma (steps 17 on); on another GPU they are only a yardstick. The operands
+// which is quoted for wgmma (steps 18 on); on another GPU they are only a yardstick. The operands
 // never change here, so the multipliers switch fewer bits than in a GEMM (less power, perhaps a
 // higher clock): the results are an upper bound for mma.sync, not what a GEMM built on it gets.
 //

@@ -3,7 +3,7 @@
 // dimensions; here the same 4096^3 product runs with lda, ldb and ldc padded to 4104 (16-byte
 // aligned rows, pitch not a multiple of 128 bytes), 4112, 4128 and 4160, one at a time and all
 // together, followed by the shapes of the Hopper progression table.
-//   build/pitch_bench_NN_name         (built for steps 19-21 when the target is sm_90a)
+//   build/pitch_bench_NN_name         (built for steps 20-26 when the target is sm_90a)
 //
 // Inputs: random bf16 in [-0.5, 0.5); alpha 1, beta 0; median of 9 timed calls after 3 warm-up
 // calls, each timed with CUDA events, step and cuBLAS measured one after the other per case.
