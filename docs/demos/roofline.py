@@ -37,9 +37,11 @@ def main(argv):
 
     progression, profile, peak, bandwidth, out = argv[0], argv[1], float(argv[2]) * 1e12, float(argv[3]) * 1e9, argv[4]
     flops = 2.0 * 4096 ** 3
-    measured = {f"{r['step']}_{r['name']}": float(r["gflops"]) * 1e9
-                for r in csv.DictReader(open(progression)) if (r["m"], r["n"], r["k"]) == ("4096", "4096", "4096")}
-    cublas = [float(r["cublas_gflops"]) * 1e9 for r in csv.DictReader(open(progression)) if r["m"] == "4096" and r["n"] == "4096"]
+    # The FP32 steps at 4096^3 (a progression CSV may also hold the BF16 steps and cuBLAS BF16).
+    rows = [r for r in csv.DictReader(open(progression))
+            if (r["m"], r["n"], r["k"]) == ("4096", "4096", "4096") and r.get("precision", "fp32") == "fp32"]
+    measured = {f"{r['step']}_{r['name']}": float(r["gflops"]) * 1e9 for r in rows}
+    cublas = [float(r["cublas_gflops"]) * 1e9 for r in rows]
     traffic = profile_bytes(profile)
 
     fig, ax = plt.subplots(figsize=(10, 6.5))
