@@ -1,7 +1,9 @@
-// Exercise: step 20, persistent blocks. One TODO block: the tiles a consumer walks. The
-// placeholder compiles and stops after each block's first tile, so every problem with more
-// tiles than the GPU has SMs comes out wrong (the suite has one: 2048 x 4608 x 100, 288 tiles).
-// The README's exercises take the barrier protocol across tiles apart.
+// Exercise: step 20, persistent blocks. One TODO block: the tiles the consumers walk. The
+// placeholder compiles and stops the consumers after their block's first tile, while the producer
+// goes on loading the block's next tiles and waits for stages nobody hands back: every problem with
+// more tiles than the GPU has SMs hangs (the suite has one, 2048 x 4608 x 100 with 288 tiles;
+// meson stops it at its timeout, and the debug build, -Ddebug_hangs=true, reports the producer's
+// wait instead). The README's exercises take the barrier protocol across tiles apart.
 // Build and test: docs/teaching.md ("Exercise mode").
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -99,10 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // One walk around the ring for all of this block's tiles: the ring, and the barriers'
       // phases, run on from one output tile to the next.
       PipelineState<kStages> write;
-      // TODO(student): the tiles this block computes: the same sequence the producer loads
-      for (int tile = blockIdx.x; tile < tiles && tile < static_cast<int>(gridDim.x);
-           tile += gridDim.x) {  // placeholder
-                                 // END TODO
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int tile_m = 0;
         int tile_n = 0;
         gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
@@ -129,7 +128,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   int const t2 = (lane % 4) * 2;
   PipelineState<kStages> read;     // the same walk as the producer's
   PipelineState<kStages> release;  // one behind
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  // TODO(student): the tiles this block computes: the same sequence the producer loads
+  for (int tile = blockIdx.x; tile < tiles && tile < static_cast<int>(gridDim.x);
+       tile += gridDim.x) {  // placeholder
+                             // END TODO
     int tile_m = 0;
     int tile_n = 0;
     gemm::grouped_tile(tile, tiles_m, tiles_n, kGroupM, tile_m, tile_n);
