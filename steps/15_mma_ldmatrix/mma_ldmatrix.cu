@@ -1,11 +1,10 @@
 // Step 15: mma.sync and ldmatrix: the tensor-core instruction without WMMA's wrapper.
 //
-// Step 14's WMMA keeps the fragment layout secret, and that costs twice. Loading a fragment
-// from shared memory compiles to ordinary 4-byte shared loads, several per fragment, so the
-// warps spend their issue slots and shared-memory bandwidth on loads instead of on the tensor
-// cores; and the epilogue has to pass every accumulator through shared memory to learn which
-// element a lane holds. PTX documents the layout (drawn below, with the wrappers), so this
-// step writes the two instructions by hand:
+// Step 14's WMMA keeps the fragment layout secret. Its loads are already ldmatrix (step 14 writes
+// them in PTX for that), but the epilogue has to pass every accumulator through shared memory to
+// learn which element a lane holds, and the k loop around the loads spends more instructions than
+// it needs. PTX documents the layout (drawn below, with the wrappers), so this step writes the two
+// instructions by hand:
 //
 //   ldmatrix.x4        four 8 x 8 bf16 tiles from shared memory into registers, already in the
 //                      layout mma.sync wants (.trans for B, whose shared rows run along N):
