@@ -123,9 +123,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   claim_registers<kConsumerRegisters>();
   int const consumer = warpgroup - 1;
   int const lane = threadIdx.x % 32;
-  int const warp = (threadIdx.x / 32) % 4;
-  int const g = lane / 4;
-  int const t2 = (lane % 4) * 2;
   PipelineState<kStages> read;     // the same walk as the producer's
   PipelineState<kStages> release;  // one behind
   // TODO(student): the tiles this block computes: the same sequence the producer loads
@@ -160,20 +157,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane == 0) mbarrier_arrive(empty(release.stage));
     release.advance();
 
-    // Epilogue from the accumulators, as in step 19.
-    int const row = tile_m * kBM + consumer * 64 + warp * 16 + g;
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      int const col = tile_n * kBN + j * 8 + t2;
-      if (row < m) {
-        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n, acc[4 * j],
-                                             acc[4 * j + 1], alpha, beta);
-      }
-      if (row + 8 < m) {
-        gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
-                                             acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
-      }
-    }
+    // Step 19's epilogue, from the tile's corner (common/wgmma.cuh).
+    store_accumulators<kBN, kPairs>(C, ldc, m, n, alpha, beta, tile_m * kBM + consumer * 64,
+                                    tile_n * kBN, acc);
   }
 }
 
@@ -186,11 +172,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   if (tiles > 0x7fffffffLL) throw std::invalid_argument("bf16_gemm: too many tiles");
   // One block per SM (each needs 193 KB of shared memory, so one is all an SM holds), or one
   // per tile when there are fewer tiles than SMs.
-  int device = 0;
-  int sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute");
+  int const sms = multiprocessor_count();
   unsigned const blocks = static_cast<unsigned>(std::min<long long>(tiles, sms));
   AlignedOperand const a(A, m, k, lda, must_copy(A, lda), stream);
   AlignedOperand const b(B, k, n, ldb, must_copy(B, ldb), stream);

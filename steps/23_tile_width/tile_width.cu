@@ -155,9 +155,6 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
     claim_registers<kConsumerRegisters>();
     int const consumer = warpgroup - 1;
     int const lane = threadIdx.x % 32;
-    int const warp = (threadIdx.x / 32) % 4;
-    int const g = lane / 4;
-    int const t2 = (lane % 4) * 2;
     // A stage is free again when both blocks' consumers are done with it.
     PipelineState<kStages> release;
     auto release_stage = [&]() {
@@ -193,19 +190,8 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
       wgmma_wait<0>();
       release_stage();
 
-      int const row = tile_m * kBM + consumer * 64 + warp * 16 + g;
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-        int const col = tile_n * kBN + j * 8 + t2;
-        if (row < m) {
-          gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row) * ldc, col, n,
-                                               acc[4 * j], acc[4 * j + 1], alpha, beta);
-        }
-        if (row + 8 < m) {
-          gemm::store_scaled_bf16_pair<kPairs>(C + static_cast<size_t>(row + 8) * ldc, col, n,
-                                               acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
-        }
-      }
+      store_accumulators<kBN, kPairs>(C, ldc, m, n, alpha, beta, tile_m * kBM + consumer * 64,
+                                      tile_n * kBN, acc);
     }
   }
   // A block may not exit while its partner can still arrive on its barriers: the last
@@ -260,11 +246,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   if (static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, 128) > 0x3fffffffLL) {
     throw std::invalid_argument("bf16_gemm: too many tiles");
   }
-  int device = 0;
-  int sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute");
+  int const sms = multiprocessor_count();
   // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then sizes the
   // grid from the occupancy query of the kernel it picked, which may find fewer.
   int const width = choose_tile_width(m, n, std::max(1, sms / kClusterSize));

@@ -219,7 +219,6 @@ struct Tile {
     std::uint64_t full[kStages];
     std::uint64_t empty[kStages];
   };
-  static constexpr std::uint32_t kStageBytes = sizeof(Stage);
   static constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
   static_assert(kBN % kBoxN == 0 && kBN >= 64 && kBN <= 256, "wgmma N: 64 .. 256");
   static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
@@ -404,11 +403,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   if (static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, 128) > 0x3fffffffLL) {
     throw std::invalid_argument("bf16_gemm: too many tiles");
   }
-  int device = 0;
-  int sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute");
+  int const sms = multiprocessor_count();
   // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds the
   // schedule from the occupancy query of the kernel it picked, which may find fewer.
   int const width = choose_tile_width(m, n, k, std::max(1, sms / kClusterSize));

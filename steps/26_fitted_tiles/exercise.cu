@@ -462,11 +462,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   if (static_cast<long long>(ceil_div(m, 128)) * ceil_div(n, 128) > 0x3fffffffLL) {
     throw std::invalid_argument("bf16_gemm: too many tiles");
   }
-  int device = 0;
-  int sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-             "cudaDeviceGetAttribute");
+  int const sms = multiprocessor_count();
   // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds
   // the schedule from the occupancy query of the kernel it picked, which may find fewer.
   TileShape const shape = choose_tile(m, n, k, std::max(1, sms / kClusterSize));
