@@ -1,30 +1,47 @@
 #!/usr/bin/env bash
-# Builds everything and runs every step, printing the progression table; or, with --test,
-# builds everything and runs the test suites. On a fresh machine with the CUDA toolkit it does
-# all the set-up itself (installing meson, ninja and doctest with apt-get when it runs as root).
+# Builds everything and runs every step, printing the progression table; or, with --atlas,
+# measures the last step against cuBLAS over a fixed grid of about a hundred shapes; or, with
+# --test, builds everything and runs the test suites. On a fresh machine with the CUDA toolkit
+# it does all the set-up itself (installing meson, ninja and doctest with apt-get when it runs
+# as root).
 #
 #   ./run_all.sh                      the progression table at 4096^3 and 4097^3
-#   ./run_all.sh --sizes "4096 8192 4097 1000x3000x2000"
+#   ./run_all.sh --sizes "4096 8192 4097 1000x3000x2000 4096:ld+8"
 #   ./run_all.sh --steps "3 05 13"    only these steps (numbers, with or without the 0); only
 #                                     their executables are built
+#   ./run_all.sh --atlas              the shape atlas of the last step (only it is built)
+#   ./run_all.sh --atlas --steps "20 26"   one atlas per step
 #   ./run_all.sh --test               host tests + the GPU suite of every step
 #   ./run_all.sh --test --steps 5     host tests + step 05's GPU suite (only these are built)
 #   ./run_all.sh --test --exercises   ... and the exercise skeletons' suites (they fail until
 #                                     the TODOs are solved; turns on -Dexercises=true)
 #
 # Options: --sizes "S ...", --steps "NN ...", --warmup N, --repeats N, --build-dir DIR,
-# --test, --exercises, -h/--help. Sizes are N (N x N x N) or MxNxK. --sizes, --warmup and
-# --repeats go with the table, --exercises with --test.
+# --atlas, --test, --exercises, -h/--help. Sizes are N (N x N x N) or MxNxK, either optionally
+# followed by :ld+P, P from 1 to 65536 extra elements at the end of every row of A, B and C
+# (lda = k + P, ldb = ldc = n + P; e.g. 4096:ld+8). --sizes, --warmup and --repeats go with the
+# table, --warmup and --repeats also with --atlas (which takes no --sizes), --exercises with
+# --test.
+#
+# The atlas's grid (python3 common/harness/results.py atlas-shapes lists it) has four panels:
+# square outputs (M = N) by depth K, small M against N = K, the awkward neighbours of S^3
+# ((S+1)^3, (S+8)^3, padded rows, K+4, N+4) and the projections of Llama 3 8B by token count.
+# It prints a line per shape as it is measured, then the summary (the top of the atlas .md).
 #
 # Without an NVIDIA GPU (no nvidia-smi, or it lists none) nothing can be timed: the table mode
-# says so at once, builds anyway (a check that the tree compiles) and exits 3. --test runs the
-# host tests, and its last line says how many GPU suites were skipped: they checked nothing.
+# and --atlas say so at once, build anyway (a check that the tree compiles) and exit 3. --test
+# runs the host tests, and its last line says how many GPU suites were skipped: they checked
+# nothing.
 #
 # Results: build/results/<step>.csv and .log (one per step), build/results/progression.csv
 # (all rows), build/results/progression.md (the tables, with GPU and date) and, when python3
-# has matplotlib, build/results/progression.png. Build output goes to build/logs/; Meson's
-# warnings and, on a failure, the log's last lines are printed. Exit status: 0 everything
-# passed, 1 a check or test failed (or the build did), 2 bad options, 3 no GPU (table mode).
+# has matplotlib, build/results/progression.png. With --atlas: build/results/atlas_<step>.csv
+# and .log, atlas_<step>.md (the summary, then a table per panel: % of cuBLAS and both TFLOP/s)
+# and, with matplotlib, the heat maps atlas_<step>_pct.png (% of cuBLAS) and
+# atlas_<step>_cublas.png (cuBLAS's own TFLOP/s, where its cliffs show). Build output goes to
+# build/logs/; Meson's warnings and, on a failure, the log's last lines are printed. Exit
+# status: 0 everything passed, 1 a check or test failed (or the build did), 2 bad options, 3 no
+# GPU (table mode and --atlas).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,11 +49,13 @@ cd "$here"
 
 build_dir=build
 sizes="4096 4097"
+sizes_given=no
 step_filter=""
 steps_given=no
 warmup=3
 repeats=11
 mode=table
+atlas=no
 with_exercises=no
 table_option=""  # the last option given that only the table uses
 
@@ -57,8 +76,9 @@ need_value() {  # option, number of arguments left after it
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --test) mode="test" ;;
+    --atlas) atlas=yes ;;
     --exercises) with_exercises=yes ;;
-    --sizes) need_value "$1" $#; sizes=$2; table_option=$1; shift ;;
+    --sizes) need_value "$1" $#; sizes=$2; sizes_given=yes; table_option=$1; shift ;;
     --steps) need_value "$1" $#; step_filter=$2; steps_given=yes; shift ;;
     --warmup) need_value "$1" $#; warmup=$2; table_option=$1; shift ;;
     --repeats) need_value "$1" $#; repeats=$2; table_option=$1; shift ;;
@@ -76,12 +96,20 @@ positive='^[1-9][0-9]{0,8}$'  # 1 .. 999,999,999: fits an int
   die_usage "--repeats '$repeats' must be a whole number from 1 to 100000"
 read -r -a size_list <<<"$sizes"
 [[ ${#size_list[@]} -gt 0 ]] || die_usage "--sizes needs at least one size"
+# N or MxNxK, then optionally :ld+P; BASH_REMATCH[3] is P.
+size_pattern='^[1-9][0-9]{0,8}(x[1-9][0-9]{0,8}x[1-9][0-9]{0,8})?(:ld\+([1-9][0-9]{0,4}))?$'
 for size in "${size_list[@]}"; do
-  if [[ ! $size =~ ^[1-9][0-9]{0,8}$ && ! $size =~ ^[1-9][0-9]{0,8}x[1-9][0-9]{0,8}x[1-9][0-9]{0,8}$ ]]; then
-    die_usage "size '$size' must be N or MxNxK with whole numbers >= 1 (e.g. 4096 or 1000x3000x2000)"
+  if [[ ! $size =~ $size_pattern ]] ||
+    [[ -n ${BASH_REMATCH[3]} && ${BASH_REMATCH[3]} -gt 65536 ]]; then
+    die_usage "size '$size' must be N or MxNxK with whole numbers >= 1, optionally followed by" \
+      ":ld+P with P from 1 to 65536 (e.g. 4096, 1000x3000x2000 or 4096:ld+8)"
   fi
 done
 [[ $with_exercises == no || $mode == test ]] || die_usage "--exercises goes with --test"
+if [[ $atlas == yes ]]; then
+  [[ $mode == table ]] || die_usage "--atlas and --test go separately"
+  [[ $sizes_given == no ]] || die_usage "--atlas measures its own grid of shapes: no --sizes"
+fi
 [[ -z $table_option || $mode == table ]] ||
   die_usage "$table_option goes with the table, not with --test"
 
@@ -89,7 +117,9 @@ done
 all_steps=()
 for dir in steps/*/; do all_steps+=("$(basename "$dir")"); done
 steps=()
-if [[ $steps_given == no ]]; then
+if [[ $steps_given == no && $atlas == yes ]]; then
+  steps=("${all_steps[${#all_steps[@]} - 1]}")
+elif [[ $steps_given == no ]]; then
   steps=("${all_steps[@]}")
 else
   read -r -a wanted <<<"$step_filter"
@@ -104,6 +134,16 @@ else
     [[ -n $found ]] || die_usage "--steps: there is no step $padded (steps: ${all_steps[*]%%_*})"
     steps+=("$found")
   done
+fi
+
+# The atlas's shapes, from the one place that defines its grid.
+atlas_sizes=()
+if [[ $atlas == yes ]]; then
+  read -r -a atlas_sizes <<<"$(python3 common/harness/results.py atlas-shapes | tr '\n' ' ')"
+  if [[ ${#atlas_sizes[@]} -eq 0 ]]; then
+    echo "run_all.sh: 'python3 common/harness/results.py atlas-shapes' gave no shape" >&2
+    exit 1
+  fi
 fi
 
 # --- the GPU -----------------------------------------------------------------------------------
@@ -196,12 +236,13 @@ if [[ $with_exercises == yes ]]; then
   logged "$logs/setup.log" meson configure "$build_dir" -Dexercises=true
 fi
 
-# With --steps only the chosen steps are built: for the table, their executables (the targets
-# named like the step directories); for --test, what the host suite and the chosen steps'
-# suites (gpu_NN_name, exercise_NN_name) run, as Meson's introspection files list it.
+# With --steps, and with --atlas, only the chosen steps are built: for the table and the atlas,
+# their executables (the targets named like the step directories); for --test, what the host
+# suite and the chosen steps' suites (gpu_NN_name, exercise_NN_name) run, as Meson's
+# introspection files list it.
 targets=()
 tests=()
-if [[ $steps_given == yes ]]; then
+if [[ $steps_given == yes || $atlas == yes ]]; then
   # Brings build.ninja and the introspection files up to date with meson.build and the options
   # first, as meson compile would.
   logged "$logs/compile.log" ninja -C "$build_dir" build.ninja
@@ -315,6 +356,71 @@ steps=("${built_steps[@]}")
 results=$build_dir/results
 mkdir -p "$results"
 failed=()
+
+# What a step's exit status adds to the list of failures.
+record_failure() {  # step, exit status
+  case $2 in
+    0) ;;
+    77) ;;  # a Hopper step on another GPU, or not built for this target: its log says why
+    1) failed+=("$1 (wrong result)") ;;
+    *) failed+=("$1 (exit $2)") ;;
+  esac
+}
+
+# --- the shape atlas ---------------------------------------------------------------------------
+if [[ $atlas == yes ]]; then
+  atlases=()
+  for i in "${!steps[@]}"; do
+    step=${steps[$i]}
+    say "[$((i + 1))/${#steps[@]}] $step: the shape atlas, ${#atlas_sizes[@]} shapes"
+    csv=$results/atlas_$step.csv
+    log=$results/atlas_$step.log
+    # The CSV goes to its file as the executable prints it, and a line per shape to the
+    # terminal as it comes; PIPESTATUS keeps the executable's own exit status.
+    if "$build_dir/$step" --csv --warmup "$warmup" --repeats "$repeats" "${atlas_sizes[@]}" \
+      2>"$log" | tee "$csv.part" |
+      python3 -u common/harness/results.py atlas-progress "${#atlas_sizes[@]}" |
+      while IFS= read -r line; do printf '      %s\n' "$line" >&2; done; then
+      status=0
+    else
+      status=${PIPESTATUS[0]}
+    fi
+    if [[ $status -eq 3 ]]; then  # no GPU: nothing else will run either, and nothing is kept
+      cat "$log" >&2
+      rm -f "$csv.part" "$log"
+      rmdir "$results" 2>/dev/null || true
+      exit 3
+    fi
+    grep -v '^# \(step\|GPU\|CUDA\)' "$log" | sed 's/^/      /' >&2 || true
+    if [[ $(wc -l <"$csv.part") -gt 1 ]]; then
+      mv "$csv.part" "$csv"
+      if python3 common/harness/results.py atlas "$csv" "$results/atlas_$step"; then
+        atlases+=("$results/atlas_$step")
+        echo
+        awk '/^## / { exit } { print }' "$results/atlas_$step.md"  # the title and the summary
+      else
+        failed+=("$step (results.py atlas)")
+      fi
+    else
+      rm -f "$csv.part" "$csv"
+    fi
+    record_failure "$step" "$status"
+  done
+  if [[ ${#atlases[@]} -eq 0 ]]; then
+    echo "run_all.sh: no step produced a result" >&2
+    exit 1
+  fi
+  for prefix in "${atlases[@]}"; do
+    echo "(written to $prefix.md and $prefix.csv)" >&2
+  done
+  if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "run_all.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
+# --- the table: every step at every size -------------------------------------------------------
 csv_files=()
 for i in "${!steps[@]}"; do
   step=${steps[$i]}
@@ -338,12 +444,7 @@ for i in "${!steps[@]}"; do
     rm -f "$csv.part" "$csv"
   fi
   grep -v '^# \(step\|GPU\|CUDA\)' "$log" | sed 's/^/      /' >&2 || true
-  case $status in
-    0) ;;
-    77) ;;  # a Hopper step on another GPU, or not built for this target: its log says why
-    1) failed+=("$step (wrong result)") ;;
-    *) failed+=("$step (exit $status)") ;;
-  esac
+  record_failure "$step" "$status"
 done
 
 # --- the tables --------------------------------------------------------------------------------
@@ -360,7 +461,9 @@ environment=$(for step in "${steps[@]}"; do
   grep -h '^# \(GPU\|CUDA\)' "$results/$step.log" 2>/dev/null || true
 done | awk '!seen[$0]++' | sed 's/^# /    /')
 {
-  echo "Measured $(date -u +%Y-%m-%d) with ./run_all.sh --sizes \"$sizes\" --warmup $warmup --repeats $repeats"
+  steps_option=""
+  [[ $steps_given == no ]] || steps_option=" --steps \"$step_filter\""
+  echo "Measured $(date -u +%Y-%m-%d) with ./run_all.sh$steps_option --sizes \"$sizes\" --warmup $warmup --repeats $repeats"
   echo
   echo "$environment"
   echo

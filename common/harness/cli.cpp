@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -9,7 +10,9 @@
 namespace gemm {
 
 std::string Shape::text() const {
-  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  std::string text = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  if (ld_pad != 0) text += ":ld+" + std::to_string(ld_pad);
+  return text;
 }
 
 namespace {
@@ -41,30 +44,57 @@ std::optional<std::uint64_t> parse_seed(std::string_view text) {
 }  // namespace
 
 std::optional<Shape> parse_shape(std::string_view text, std::string& error) {
+  std::string const quoted = "size '" + std::string(text) + "'";
+  std::string_view dimensions = text;
+  int ld_pad = 0;
+  if (std::size_t const colon = text.find(':'); colon != std::string_view::npos) {
+    dimensions = text.substr(0, colon);
+    std::string_view const suffix = text.substr(colon + 1);
+    if (!suffix.starts_with("ld+")) {
+      error = quoted + ": after ':' comes ld+P, P extra elements on the leading dimensions " +
+              "(e.g. 4096:ld+8)";
+      return std::nullopt;
+    }
+    std::string_view const padding = suffix.substr(3);
+    auto const value = parse_positive_int(padding);
+    if (!value || *value > kMaxLdPad) {
+      error = quoted + ": the padding '" + std::string(padding) +
+              "' is not a whole number between 1 and " + std::to_string(kMaxLdPad);
+      return std::nullopt;
+    }
+    ld_pad = *value;
+  }
   std::vector<std::string_view> parts;
   std::size_t start = 0;
   for (;;) {
-    std::size_t const x = text.find('x', start);
-    parts.push_back(text.substr(start, x == std::string_view::npos ? x : x - start));
+    std::size_t const x = dimensions.find('x', start);
+    parts.push_back(dimensions.substr(start, x == std::string_view::npos ? x : x - start));
     if (x == std::string_view::npos) break;
     start = x + 1;
   }
   if (parts.size() != 1 && parts.size() != 3) {
-    error = "size '" + std::string(text) + "' must be N (square) or MxNxK";
+    error = quoted + " must be N (square) or MxNxK, optionally followed by :ld+P";
     return std::nullopt;
   }
   int dims[3];
   for (std::size_t i = 0; i < parts.size(); ++i) {
     auto const value = parse_positive_int(parts[i]);
     if (!value) {
-      error = "size '" + std::string(text) + "': '" + std::string(parts[i]) +
-              "' is not a whole number between 1 and " + std::to_string(INT_MAX);
+      error = quoted + ": '" + std::string(parts[i]) + "' is not a whole number between 1 and " +
+              std::to_string(INT_MAX);
       return std::nullopt;
     }
     dims[i] = *value;
   }
-  if (parts.size() == 1) return Shape{dims[0], dims[0], dims[0]};
-  return Shape{dims[0], dims[1], dims[2]};
+  Shape const shape = parts.size() == 1 ? Shape{dims[0], dims[0], dims[0], ld_pad}
+                                        : Shape{dims[0], dims[1], dims[2], ld_pad};
+  // The leading dimensions are ints in the GEMM's signature.
+  if (std::max(shape.n, shape.k) > INT_MAX - ld_pad) {
+    error = quoted + ": a leading dimension of " + std::to_string(std::max(shape.n, shape.k)) +
+            " + " + std::to_string(ld_pad) + " does not fit in an int";
+    return std::nullopt;
+  }
+  return shape;
 }
 
 ParseResult parse_command_line(std::span<char const* const> args,
@@ -134,7 +164,9 @@ std::string usage(std::string_view program) {
          "then times it and cuBLAS (SGEMM or BF16 GEMM) in the same run.\n"
          "\n"
          "  SIZE            N for an N x N x N problem, or MxNxK (e.g. 1000x3000x2000);\n"
-         "                  several sizes may be given; default 4096\n"
+         "                  either may end in :ld+P (1 <= P <= 65536) for P extra elements at\n"
+         "                  the end of every row of A, B and C (lda = k + P, ldb = ldc = n + P;\n"
+         "                  e.g. 4096:ld+8); several sizes may be given; default 4096\n"
          "  --alpha X       alpha (default 1)\n"
          "  --beta X        beta (default 0; with 0, C is poisoned with NaN before the run)\n"
          "  --warmup N      untimed runs before timing (default 5)\n"
@@ -146,7 +178,7 @@ std::string usage(std::string_view program) {
          "exit status: 0 all checks passed, 1 a result was wrong, 2 bad command line,\n"
          "             3 no CUDA GPU, 4 out of memory or another CUDA failure\n"
          "example: " +
-         p + " 4096 4097 1000x3000x2000 --beta 0.5\n";
+         p + " 4096 4097 1000x3000x2000:ld+8 --beta 0.5\n";
 }
 
 std::optional<int> simple_command_line(int argc, char** argv, std::string_view usage_text,

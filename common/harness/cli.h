@@ -19,11 +19,17 @@ inline constexpr int kExitNoGpu = 3;        // no usable CUDA GPU
 inline constexpr int kExitResources = 4;    // problem does not fit in memory, or CUDA failed
 inline constexpr int kExitSkipped = 77;     // test suites: "skipped" for meson (no GPU)
 
+// The largest padding a size may ask for (":ld+P"): far more than any alignment needs.
+inline constexpr int kMaxLdPad = 65536;
+
 struct Shape {
   int m = 0;
   int n = 0;
   int k = 0;
-  std::string text() const;  // "4096x4096x4096"
+  // Extra elements after every row, as in a matrix cut out of a wider one: lda = k + ld_pad,
+  // ldb = ldc = n + ld_pad. It takes the rows off the alignment a power-of-two length gives.
+  int ld_pad = 0;
+  std::string text() const;  // "4096x4096x4096", or "4096x4096x4096:ld+8" with ld_pad 8
   double flops() const { return 2.0 * m * n * k; }
   bool operator==(Shape const&) const = default;
 };
@@ -49,7 +55,8 @@ struct ParseResult {
 ParseResult parse_command_line(std::span<char const* const> args,
                                std::vector<Shape> const& default_shapes = {{4096, 4096, 4096}});
 
-// Parses "4096" (square) or "1000x3000x2000" (m x n x k); nullopt with `error` set otherwise.
+// Parses "4096" (square) or "1000x3000x2000" (m x n x k), either optionally followed by
+// ":ld+P" (ld_pad = P, 1 <= P <= kMaxLdPad); nullopt with `error` set otherwise.
 std::optional<Shape> parse_shape(std::string_view text, std::string& error);
 
 std::string usage(std::string_view program);

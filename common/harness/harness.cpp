@@ -45,10 +45,12 @@ struct ProblemLayouts {
   MatrixLayout a, b, c;
 };
 
+// The ld_pad padding columns of every row are guard band too: a kernel that writes them fails
+// the check, and one that uses them as elements of A or B multiplies NaN and fails it as well.
 ProblemLayouts layouts_for(Shape const& s) {
-  return {{s.m, s.k, s.k, kGuardElements, kGuardElements},
-          {s.k, s.n, s.n, kGuardElements, kGuardElements},
-          {s.m, s.n, s.n, kGuardElements, kGuardElements}};
+  return {{s.m, s.k, s.k + s.ld_pad, kGuardElements, kGuardElements},
+          {s.k, s.n, s.n + s.ld_pad, kGuardElements, kGuardElements},
+          {s.m, s.n, s.n + s.ld_pad, kGuardElements, kGuardElements}};
 }
 
 // Refuses, with a clear message, a problem whose buffers would not fit in free GPU memory,
@@ -334,7 +336,8 @@ int run_sweep(std::string const& title, int argc, char** argv,
   usage_text +=
       ": checks every candidate against the float64 reference and\ntimes it against cuBLAS in "
       "the same process (alternating runs, medians); prints one line\nper candidate and size, "
-      "then the three fastest correct candidates per size.\n\n  SIZE  N or MxNxK; default:";
+      "then the three fastest correct candidates per size.\n\n  SIZE  N or MxNxK, optionally "
+      "with :ld+P (P extra elements per row); default:";
   for (auto const& s : default_shapes) {
     usage_text += ' ';
     usage_text += s.text();

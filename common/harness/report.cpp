@@ -6,7 +6,8 @@
 namespace gemm {
 namespace {
 
-// The CSV columns, in order. results.py reads them by name.
+// The CSV columns, in order. results.py reads them by name. New columns go last (ld_pad did),
+// so that every older column keeps its place; results.py reads a file without ld_pad as 0.
 std::vector<std::string> const kColumns = {"step",
                                            "name",
                                            "precision",
@@ -24,7 +25,8 @@ std::vector<std::string> const kColumns = {"step",
                                            "max_err_over_bound",
                                            "rel_error",
                                            "cublas_check",
-                                           "gpu"};
+                                           "gpu",
+                                           "ld_pad"};
 
 std::string format(char const* pattern, double value) {
   char text[64];
@@ -81,7 +83,8 @@ std::string csv_row(Measurement const& m) {
                                            format("%.3g", m.max_error_over_bound),
                                            format("%.3g", m.relative_error),
                                            m.cublas_check_passed ? "pass" : "FAIL",
-                                           m.gpu};
+                                           m.gpu,
+                                           std::to_string(m.shape.ld_pad)};
   return join_fields(fields);
 }
 

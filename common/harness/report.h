@@ -1,6 +1,6 @@
 // What the harness prints: one measurement per problem, as a human-readable line or a CSV row.
 // The CSV is read back in one place, by column name: common/harness/results.py (the progress
-// lines, the progression tables and the plot of run_all.sh).
+// lines, the progression tables and the plot of run_all.sh, and its shape atlas).
 #pragma once
 
 #include <string>
@@ -14,7 +14,7 @@ struct Measurement {
   std::string step;       // "03"
   std::string name;       // "shared_tiling"
   std::string precision;  // "fp32"
-  Shape shape;
+  Shape shape;            // with its ld_pad: the CSV's last column, and the human row's ":ld+P"
   float alpha = 1.0f;
   float beta = 0.0f;
   double step_ms = 0.0;    // median kernel time

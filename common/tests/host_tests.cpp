@@ -53,6 +53,39 @@ TEST_CASE("parse_shape accepts N and MxNxK") {
   CHECK(parse_shape("4096", error) == Shape{4096, 4096, 4096});
   CHECK(parse_shape("1000x3000x2000", error) == Shape{1000, 3000, 2000});
   CHECK(parse_shape("1x1x1", error) == Shape{1, 1, 1});
+  CHECK(parse_shape("4096", error)->ld_pad == 0);
+}
+
+TEST_CASE("parse_shape accepts a leading-dimension padding :ld+P") {
+  std::string error;
+  CHECK(parse_shape("4096:ld+8", error) == Shape{4096, 4096, 4096, 8});
+  CHECK(parse_shape("1000x3000x2000:ld+8", error) == Shape{1000, 3000, 2000, 8});
+  CHECK(parse_shape("1x1x1:ld+1", error) == Shape{1, 1, 1, 1});
+  CHECK(parse_shape("64:ld+65536", error) == Shape{64, 64, 64, 65536});
+  // The text round-trips, and a shape without padding prints as before.
+  CHECK(Shape{4096, 4096, 4096, 8}.text() == "4096x4096x4096:ld+8");
+  CHECK(Shape{1000, 3000, 2000}.text() == "1000x3000x2000");
+  CHECK(parse_shape(Shape{1000, 3000, 2000, 8}.text(), error) == Shape{1000, 3000, 2000, 8});
+  CHECK_FALSE(Shape{4096, 4096, 4096, 8} == Shape{4096, 4096, 4096});
+}
+
+TEST_CASE("parse_shape rejects a malformed padding") {
+  for (char const* bad :
+       {"4096:", "4096:ld", "4096:ld+", "4096:ld+0", "4096:ld+-8", "4096:ld+65537", "4096:ld+8x",
+        "4096:ld+ 8", "4096:ld8", "4096:LD+8", "4096:pad+8", ":ld+8", "4096x:ld+8", "4x4:ld+8",
+        "4096:ld+8:ld+8", "4096:ld+99999999999", "2147483647:ld+1", "1x1x2147483600:ld+48"}) {
+    std::string error;
+    CAPTURE(bad);
+    CHECK_FALSE(parse_shape(bad, error).has_value());
+    CHECK_FALSE(error.empty());
+  }
+  std::string error;
+  parse_shape("4096:ld+0", error);
+  CHECK(error.find("between 1 and 65536") != std::string::npos);
+  parse_shape("4096:pad+8", error);
+  CHECK(error.find("ld+P") != std::string::npos);
+  // m takes no padding: only k and n are leading dimensions.
+  CHECK(parse_shape("2147483647x1x1:ld+1", error) == Shape{2147483647, 1, 1, 1});
 }
 
 TEST_CASE("parse_shape rejects what is not a size") {
@@ -77,10 +110,11 @@ TEST_CASE("command line: defaults") {
 
 TEST_CASE("command line: options and several sizes") {
   auto const r = parse({"4096", "--alpha", "2", "--beta", "-0.5", "4097", "1000x3000x2000",
-                        "--repeats", "7", "--warmup", "2", "--seed", "42", "--csv"});
+                        "--repeats", "7", "--warmup", "2", "--seed", "42", "--csv", "4096:ld+8"});
   REQUIRE(r.options.has_value());
   CHECK(r.options->shapes ==
-        std::vector<Shape>{{4096, 4096, 4096}, {4097, 4097, 4097}, {1000, 3000, 2000}});
+        std::vector<Shape>{
+            {4096, 4096, 4096}, {4097, 4097, 4097}, {1000, 3000, 2000}, {4096, 4096, 4096, 8}});
   CHECK(r.options->alpha == 2.0f);
   CHECK(r.options->beta == -0.5f);
   CHECK(r.options->repeats == 7);
@@ -101,7 +135,9 @@ TEST_CASE("command line: errors are reported, not thrown") {
                                                                 {"--frobnicate"},
                                                                 {"-5"},
                                                                 {"abc"},
-                                                                {"0"}}) {
+                                                                {"0"},
+                                                                {"4096:ld+0"},
+                                                                {"4096:ld"}}) {
     auto const r = parse(args);
     CAPTURE(args[0]);
     CHECK_FALSE(r.options.has_value());
@@ -350,7 +386,7 @@ TEST_CASE("CSV: the header results.py reads by name, and a row that matches it")
   // common/tests/test_results.py pins the same header: change both together.
   CHECK(csv_header() ==
         "step,name,precision,m,n,k,alpha,beta,time_ms,gflops,cublas_time_ms,cublas_gflops,"
-        "pct_cublas,check,max_err_over_bound,rel_error,cublas_check,gpu");
+        "pct_cublas,check,max_err_over_bound,rel_error,cublas_check,gpu,ld_pad");
   Measurement const m = measurement("03", "shared_tiling", {4096, 4096, 4096}, 10.0, 2.5);
   CHECK(m.gflops() == doctest::Approx(2.0 * 4096.0 * 4096 * 4096 / 10e-3 / 1e9));
   CHECK(m.percent_of_cublas() == doctest::Approx(25.0));
@@ -365,6 +401,12 @@ TEST_CASE("CSV: the header results.py reads by name, and a row that matches it")
     return std::count(line.begin(), line.end(), ',');
   };
   CHECK(commas(row) == commas(csv_header()) + 1);
+  // ld_pad is the last column, after the quoted GPU name.
+  CHECK(row.substr(row.size() - 2) == ",0");
+  Measurement padded = m;
+  padded.shape.ld_pad = 8;
+  CHECK(csv_row(padded).substr(csv_row(padded).size() - 2) == ",8");
+  CHECK(human_row(padded, "pass").rfind("4096x4096x4096:ld+8 ", 0) == 0);
 }
 
 TEST_CASE("step names split into number and kernel") {

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Host tests of common/harness/results.py, the one reader of the harness's CSV (run in CI)."""
+import contextlib
+import io
 import os
 import pathlib
 import subprocess
@@ -13,15 +15,22 @@ import results  # noqa: E402
 
 # The header the step executables write (common/harness/report.cpp; host_tests pins it too).
 HEADER = ("step,name,precision,m,n,k,alpha,beta,time_ms,gflops,cublas_time_ms,cublas_gflops,"
-          "pct_cublas,check,max_err_over_bound,rel_error,cublas_check,gpu")
+          "pct_cublas,check,max_err_over_bound,rel_error,cublas_check,gpu,ld_pad")
+# The header before ld_pad was added: such files must still read.
+OLD_HEADER = HEADER[:-len(",ld_pad")]
 
 
 def row(step, name, shape, gflops, cublas_gflops, check="pass", precision="fp32",
-        cublas_check="pass"):
+        cublas_check="pass", ld_pad=0):
     m, n, k = shape
     pct = 100.0 * gflops / cublas_gflops
     return (f"{step},{name},{precision},{m},{n},{k},1,0,1.0,{gflops},1.0,{cublas_gflops},"
-            f"{pct:.1f},{check},0.01,1e-7,{cublas_check},\"NVIDIA H100 80GB HBM3, SXM\"")
+            f"{pct:.1f},{check},0.01,1e-7,{cublas_check},\"NVIDIA H100 80GB HBM3, SXM\",{ld_pad}")
+
+
+def old_row(*args, **kwargs):
+    """A row as the executables wrote it before the ld_pad column."""
+    return row(*args, **kwargs)[:-len(",0")]
 
 
 class ReadRows(unittest.TestCase):
@@ -36,6 +45,33 @@ class ReadRows(unittest.TestCase):
     def test_missing_column_is_named(self):
         with self.assertRaisesRegex(results.CsvError, "cublas_gflops"):
             results.read_rows([("x.csv", "step,name,precision,m,n,k,gflops\n01,a,fp32,1,1,1,2\n")])
+
+    def test_ld_pad_optional_and_in_the_shape(self):
+        old = results.read_rows([("old.csv", OLD_HEADER + "\n" +
+                                  old_row("01", "naive", (4, 4, 4), 10, 100) + "\n")])
+        self.assertEqual(old[0]["ld_pad"], 0)
+        self.assertEqual(results.shape_of(old[0]), "4x4x4")
+        rows = results.read_rows([("x.csv", "\n".join([
+            HEADER, row("26", "t", (4096, 4096, 4096), 1, 2),
+            row("26", "t", (4096, 4096, 4096), 1, 2, ld_pad=8),
+            row("26", "t", (1000, 3000, 2000), 1, 2, ld_pad=16)]))])
+        self.assertEqual([r["ld_pad"] for r in rows], [0, 8, 16])
+        self.assertEqual([results.shape_of(r) for r in rows],
+                         ["4096x4096x4096", "4096x4096x4096:ld+8", "1000x3000x2000:ld+16"])
+        self.assertEqual([results.size_label(r) for r in rows],
+                         ["4096^3", "4096^3:ld+8", "1000x3000x2000:ld+16"])
+        tables = results.tables(rows)
+        self.assertIn("#### 4096x4096x4096\n", tables)
+        self.assertIn("#### 4096x4096x4096:ld+8\n", tables)
+        # Both files together (the old one first), as run_all.sh's progression.csv could be.
+        both = results.read_rows([("old.csv", OLD_HEADER + "\n" +
+                                   old_row("01", "naive", (4, 4, 4), 10, 100)),
+                                  ("new.csv", HEADER + "\n" +
+                                   row("01", "naive", (4, 4, 4), 10, 100, ld_pad=8))])
+        self.assertEqual([results.shape_of(r) for r in both], ["4x4x4", "4x4x4:ld+8"])
+        bad = row("01", "naive", (4, 4, 4), 10, 100)[:-1] + "eight"
+        with self.assertRaisesRegex(results.CsvError, "ld_pad"):
+            results.read_rows([("x.csv", HEADER + "\n" + bad + "\n")])
 
     def test_short_row_and_non_number(self):
         with self.assertRaisesRegex(results.CsvError, "fields"):
@@ -162,6 +198,84 @@ class Lessons(unittest.TestCase):
                 results.fill_tables(text, {"": self.canonical}, "R.md")
 
 
+class Atlas(unittest.TestCase):
+    """The shape atlas: its grid, its summary and its Markdown (results.py atlas)."""
+
+    def test_grid_once_per_shape_in_the_executables_syntax(self):
+        shapes = results.atlas_shapes()
+        cells = sum(len(p.rows) * len(p.columns) for p in results.PANELS)
+        self.assertEqual(cells, 100)
+        # 1024^3 and 4096^3 are in panels 1 and 3; 128x4096x4096 and 512x4096x4096 in 2 and 4.
+        self.assertEqual(len(shapes), 96)
+        self.assertEqual(len(set(shapes)), len(shapes))
+        for shape in ["4096x4096x4100", "4096x4100x4096", "128x8192x8192", "4096x4096x4096:ld+8",
+                      "1025x1025x1025", "8192x28672x4096", "2048x4096x14336", "64x64x16384"]:
+            self.assertIn(shape, shapes)
+        self.assertLess(shapes.index("64x64x64"), shapes.index("64x2048x2048"))  # panel order
+        for shape in shapes:
+            self.assertRegex(shape, r"^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*(:ld\+[1-9][0-9]*)?$")
+
+    def rows(self, *lines):
+        return results.read_rows([("atlas.csv", "\n".join([HEADER, *lines]))])
+
+    def setUp(self):
+        bf16 = {"precision": "bf16"}
+        self.atlas_rows = self.rows(
+            row("26", "t", (4096, 4096, 4096), 720000, 720000, **bf16),  # panels 1 and 3
+            row("26", "t", (128, 4096, 4096), 200000, 400000, **bf16),  # panels 2 and 4
+            row("26", "t", (4096, 4096, 4096), 800000, 400000, ld_pad=8, **bf16),
+            row("26", "t", (4097, 4097, 4097), 540000, 600000, check="FAIL", **bf16),
+            row("26", "t", (64, 64, 64), 100, 80, cublas_check="FAIL", **bf16),
+            row("26", "t", (100, 100, 100), 1, 1000, **bf16))  # off the grid: ignored
+
+    def test_summary_counts_each_shape_once(self):
+        s = results.atlas_summary(self.atlas_rows)
+        self.assertEqual((s.cells, s.shapes, s.measured), (100, 96, 5))
+        # 100%, 50%, 200%, 90%, 125%: the off-grid 0.1% does not count.
+        self.assertAlmostEqual(s.geomean_pct, (100 * 50 * 200 * 90 * 125) ** (1 / 5), places=6)
+        self.assertEqual(s.worst, ("128x4096x4096", 50.0))
+        self.assertEqual((s.at_least_100, s.below_90), (3, 1))
+        self.assertEqual((s.step_failures, s.cublas_failures), (1, 1))
+
+    def test_summary_of_nothing_on_the_grid(self):
+        s = results.atlas_summary(self.rows(row("26", "t", (100, 100, 100), 1, 2)))
+        self.assertEqual((s.measured, s.worst, s.at_least_100), (0, None, 0))
+        self.assertTrue(s.geomean_pct != s.geomean_pct)  # nan
+        self.assertIn("- geometric mean: -", results.atlas_markdown(
+            self.rows(row("26", "t", (100, 100, 100), 1, 2))))
+
+    def test_markdown_summary_and_cells(self):
+        md = results.atlas_markdown(self.atlas_rows)
+        self.assertTrue(md.startswith("# Shape atlas: step 26 t (bf16) on NVIDIA H100 80GB HBM3, "
+                                      "SXM\n"))
+        self.assertIn("- 100 cells, 96 distinct shapes, 5 measured", md)
+        self.assertIn("- worst: 128x4096x4096 at 50.0% of cuBLAS\n", md)
+        self.assertIn("- at or above 100% of cuBLAS: 3 of 5 shapes (60%)\n", md)
+        self.assertIn("- failed checks: 2 (step 1, cuBLAS 1)\n", md)
+        self.assertEqual(md.count("\n## "), len(results.PANELS))
+        # Panel 3's row S = 4096: S^3, +1, +8, ld+8, K+4, N+4.
+        self.assertIn("| 4096 | 100.0% (720 / 720) | 90.0% (540 / 600) FAIL | - | "
+                      "200.0% (800 / 400) | - | - |", md)
+        # The same shape fills a cell in two panels.
+        self.assertEqual(md.count("50.0% (200 / 400)"), 2)
+        self.assertIn("| 64 | 125.0% (0.10 / 0.08) (cuBLAS: FAIL) | - |", md)
+        self.assertIn("| M \\ projection | QKV (N 6144, K 4096) |", md)
+
+    def test_progress_lines_as_rows_arrive(self):
+        text = "\n".join([HEADER, row("26", "t", (128, 8192, 8192), 612345.6, 580100.0),
+                          row("26", "t", (4096, 4096, 4096), 1, 2, ld_pad=8, check="FAIL"),
+                          "not,a,row"]) + "\n"
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results.atlas_progress(io.StringIO(text), "96")
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[0], "[ 1/96] 128x8192x8192        612.3 vs  580.1 TFLOP/s  105.6% "
+                                   "of cuBLAS  pass")
+        self.assertIn("[ 2/96] 4096x4096x4096:ld+8", lines[1])
+        self.assertTrue(lines[1].endswith("FAIL"))
+        self.assertIn("unreadable", lines[2])
+
+
 class CommandLine(unittest.TestCase):
     def run_tool(self, *args):
         return subprocess.run([sys.executable, str(HERE.parent / "harness" / "results.py"), *args],
@@ -217,6 +331,31 @@ class CommandLine(unittest.TestCase):
             missing = self.run_tool("lessons", csv_path, str(other))
             self.assertEqual(missing.returncode, 2)
             self.assertIn(f"{other}:1: step 03 is not in the CSV", missing.stderr)
+
+    def test_atlas_shapes_and_atlas(self):
+        shapes = self.run_tool("atlas-shapes")
+        self.assertEqual(shapes.returncode, 0)
+        self.assertEqual(shapes.stdout.splitlines(), results.atlas_shapes())
+        self.assertEqual(self.run_tool("atlas-shapes", "x").returncode, 2)
+        self.assertEqual(self.run_tool("atlas-progress").returncode, 2)
+        with tempfile.TemporaryDirectory() as d:
+            csv_path = os.path.join(d, "atlas.csv")
+            pathlib.Path(csv_path).write_text("\n".join([
+                HEADER, row("26", "t", (4096, 4096, 4096), 600, 700),
+                row("26", "t", (4096, 4096, 4096), 600, 700, ld_pad=8)]) + "\n")
+            prefix = os.path.join(d, "atlas_26")
+            done = self.run_tool("atlas", csv_path, prefix)
+            # The heat maps need matplotlib; without it the Markdown alone, and still success.
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("- 100 cells, 96 distinct shapes, 2 measured",
+                          pathlib.Path(prefix + ".md").read_text())
+            self.assertEqual(self.run_tool("atlas", csv_path).returncode, 2)
+            two = os.path.join(d, "two.csv")
+            pathlib.Path(two).write_text("\n".join([
+                HEADER, row("25", "a", (64, 64, 64), 1, 2), row("26", "t", (64, 64, 64), 1, 2)]))
+            several = self.run_tool("atlas", two, prefix)
+            self.assertEqual(several.returncode, 2)
+            self.assertIn("steps 25, 26", several.stderr)
 
 
 if __name__ == "__main__":
