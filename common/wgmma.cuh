@@ -133,6 +133,9 @@ __device__ __forceinline__ void wgmma_wait() {
   GEMM_DEFINE_WGMMA(wgmma_m64n##N##k16_bf16, N, R, DESCRIPTORS, "0, 1")                            \
   GEMM_DEFINE_WGMMA(wgmma_transposed_m64n##N##k16_bf16, N, R, DESCRIPTORS, "1, 0")
 
+GEMM_DEFINE_WGMMA_BF16(64, 32, "%32, %33")
+GEMM_DEFINE_WGMMA_BF16(96, 48, "%48, %49")
+GEMM_DEFINE_WGMMA_BF16(112, 56, "%56, %57")
 GEMM_DEFINE_WGMMA_BF16(128, 64, "%64, %65")
 GEMM_DEFINE_WGMMA_BF16(144, 72, "%72, %73")
 GEMM_DEFINE_WGMMA_BF16(160, 80, "%80, %81")
