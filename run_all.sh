@@ -357,6 +357,23 @@ results=$build_dir/results
 mkdir -p "$results"
 failed=()
 
+# A step that exits 3 found no usable GPU: nothing else will run either, so say why, keep
+# nothing and exit 3.
+exit_if_no_gpu() {  # exit status, log, partial CSV
+  [[ $1 -eq 3 ]] || return 0
+  cat "$2" >&2
+  rm -f "$3" "$2"
+  rmdir "$results" 2>/dev/null || true
+  exit 3
+}
+
+exit_if_failed() {
+  if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "run_all.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+  fi
+}
+
 # What a step's exit status adds to the list of failures.
 record_failure() {  # step, exit status
   case $2 in
@@ -385,12 +402,7 @@ if [[ $atlas == yes ]]; then
     else
       status=${PIPESTATUS[0]}
     fi
-    if [[ $status -eq 3 ]]; then  # no GPU: nothing else will run either, and nothing is kept
-      cat "$log" >&2
-      rm -f "$csv.part" "$log"
-      rmdir "$results" 2>/dev/null || true
-      exit 3
-    fi
+    exit_if_no_gpu "$status" "$log" "$csv.part"
     grep -v '^# \(step\|GPU\|CUDA\)' "$log" | sed 's/^/      /' >&2 || true
     if [[ $(wc -l <"$csv.part") -gt 1 ]]; then
       mv "$csv.part" "$csv"
@@ -413,10 +425,7 @@ if [[ $atlas == yes ]]; then
   for prefix in "${atlases[@]}"; do
     echo "(written to $prefix.md and $prefix.csv)" >&2
   done
-  if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "run_all.sh: FAILED: ${failed[*]}" >&2
-    exit 1
-  fi
+  exit_if_failed
   exit 0
 fi
 
@@ -430,12 +439,7 @@ for i in "${!steps[@]}"; do
   status=0
   "$build_dir/$step" --csv --warmup "$warmup" --repeats "$repeats" "${size_list[@]}" >"$csv.part" \
     2>"$log" || status=$?
-  if [[ $status -eq 3 ]]; then  # no GPU: nothing else will run either, and nothing is kept
-    cat "$log" >&2
-    rm -f "$csv.part" "$log"
-    rmdir "$results" 2>/dev/null || true
-    exit 3
-  fi
+  exit_if_no_gpu "$status" "$log" "$csv.part"
   if [[ $(wc -l <"$csv.part") -gt 1 ]]; then
     mv "$csv.part" "$csv"
     csv_files+=("$csv")
@@ -478,7 +482,4 @@ else
   echo "(no plot: python3 has no matplotlib; 'python3 -m pip install matplotlib' for $results/progression.png)" >&2
 fi
 
-if [[ ${#failed[@]} -gt 0 ]]; then
-  echo "run_all.sh: FAILED: ${failed[*]}" >&2
-  exit 1
-fi
+exit_if_failed
