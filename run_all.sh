@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything and runs every step, printing the progression table; or, with --atlas,
-# measures the last step against cuBLAS over a fixed grid of about a hundred shapes; or, with
+# measures the last BF16 step against cuBLAS over a fixed grid of about a hundred shapes; or, with
 # --test, builds everything and runs the test suites. On a fresh machine with the CUDA toolkit
 # it does all the set-up itself (installing meson, ninja and doctest with apt-get when it runs
 # as root).
@@ -9,7 +9,7 @@
 #   ./run_all.sh --sizes "4096 8192 4097 1000x3000x2000 4096:ld+8"
 #   ./run_all.sh --steps "3 05 13"    only these steps (numbers, with or without the 0); only
 #                                     their executables are built
-#   ./run_all.sh --atlas              the shape atlas of the last step (only it is built)
+#   ./run_all.sh --atlas              the shape atlas of the last BF16 step (only it is built)
 #   ./run_all.sh --atlas --steps "20 26"   one atlas per step
 #   ./run_all.sh --test               host tests + the GPU suite of every step
 #   ./run_all.sh --test --steps 5     host tests + step 05's GPU suite (only these are built)
@@ -118,7 +118,12 @@ all_steps=()
 for dir in steps/*/; do all_steps+=("$(basename "$dir")"); done
 steps=()
 if [[ $steps_given == no && $atlas == yes ]]; then
-  steps=("${all_steps[${#all_steps[@]} - 1]}")
+  # The atlas measures against cuBLAS BF16: by default the last step of the BF16 track, the
+  # last whose kernel defines gemm::bf16_gemm.
+  for step in "${all_steps[@]}"; do
+    if grep -qs 'void gemm::bf16_gemm(' steps/"$step"/*.cu; then steps=("$step"); fi
+  done
+  [[ ${#steps[@]} -gt 0 ]] || die_usage "--atlas: no step defines gemm::bf16_gemm"
 elif [[ $steps_given == no ]]; then
   steps=("${all_steps[@]}")
 else

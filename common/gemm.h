@@ -1,5 +1,5 @@
 // The step contract: the one entry point every step defines, sgemm for the FP32 steps
-// (01-13), bf16_gemm for the tensor-core steps (14 on).
+// (01-13 on the CUDA cores, 28 on the tensor cores), bf16_gemm for the BF16 steps (14-27).
 //
 //   C = alpha * A * B + beta * C      (row-major, BLAS-style)
 //

@@ -159,9 +159,9 @@ std::string usage(std::string_view program) {
   return "usage: " + p +
          " [options] [SIZE ...]\n"
          "\n"
-         "Checks this step's GEMM (C = alpha*A*B + beta*C, row-major; FP32 for steps 01-13,\n"
-         "BF16 in and out with FP32 accumulation from step 14 on) against a float64 reference,\n"
-         "then times it and cuBLAS (SGEMM or BF16 GEMM) in the same run.\n"
+         "Checks this step's GEMM (C = alpha*A*B + beta*C, row-major; FP32 for steps 01-13\n"
+         "and 28, BF16 in and out with FP32 accumulation for steps 14-27) against a float64\n"
+         "reference, then times it and cuBLAS (SGEMM or BF16 GEMM) in the same run.\n"
          "\n"
          "  SIZE            N for an N x N x N problem, or MxNxK (e.g. 1000x3000x2000);\n"
          "                  either may end in :ld+P (1 <= P <= 65536) for P extra elements at\n"

@@ -412,6 +412,7 @@ template int run_harness<Fp32>(std::string const&, int, char**, StepFunction<Fp3
 template int run_sweep<Fp32>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Fp32>> const&, std::vector<Shape> const&);
 template int run_harness<Bf16>(std::string const&, int, char**, StepFunction<Bf16>);
+template int run_harness<Fp32Split>(std::string const&, int, char**, StepFunction<Fp32Split>);
 template int run_sweep<Bf16>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Bf16>> const&, std::vector<Shape> const&);
 

@@ -1,7 +1,7 @@
 // The precision contracts the harness and the test suite are written for. Each names its
 // element types, how it rounds (for the error bound) and how to call the cuBLAS routine it is
-// measured against: FP32 for steps 01-13 (CUDA cores), BF16 in and out
-// with FP32 accumulation for the tensor-core steps.
+// measured against: FP32 for steps 01-13 (CUDA cores), BF16 in and out with FP32 accumulation for
+// the BF16 tensor-core steps (14-27), and FP32 from split operands on the tensor cores (28).
 #pragma once
 
 #include <cublas_v2.h>
@@ -37,6 +37,14 @@ struct Fp32 {
                              &beta, C, ldc),
                  "cublasSgemm");
   }
+};
+
+// The FP32 contract computed on tensor cores from split operands (step 28): the same entry
+// point, inputs and baseline as Fp32 (pure FP32 SGEMM, which it is measured against), and the
+// error bound of BF16x6 (kBf16x6Error): six products of bf16 parts per term, summed by tensor
+// cores. The SIMT steps keep Fp32's bound.
+struct Fp32Split : Fp32 {
+  static constexpr ErrorModel error = kBf16x6Error;
 };
 
 struct Bf16 {

@@ -71,7 +71,7 @@ LATER_INTEGERS = ["ld_pad"]
 
 # How each precision's table is titled, and what its steps are measured against.
 PRECISION_TITLES = {
-    "fp32": "FP32 (CUDA cores) against cuBLAS SGEMM",
+    "fp32": "FP32 against cuBLAS SGEMM (steps 01-13 on CUDA cores, 28 on tensor cores)",
     "bf16": "BF16 in, FP32 accumulation (tensor cores) against cuBLAS BF16",
 }
 
@@ -201,9 +201,14 @@ def lesson_table(rows, step):
     if step not in numbers:
         raise LessonError(f"step {step:02d} is not in the CSV (it has steps "
                           f"{', '.join(f'{n:02d}' for n in numbers)})")
-    earlier = [n for n in numbers if n < step]
-    previous = earlier[-1] if earlier else None
     mine = [r for r in rows if step_number(r) == step]
+    # The step before it in its own precision (step 28, FP32 on tensor cores, after step 13), or
+    # where there is none, the step just before it (step 14, the first BF16 step, after step 13).
+    earlier = [n for n in numbers if n < step]
+    same_precision = [n for n in earlier
+                      if any(step_number(r) == n and r["precision"] == mine[0]["precision"]
+                             for r in rows)]
+    previous = (same_precision or earlier or [None])[-1]
     theirs = {size_label(r): r for r in rows if step_number(r) == previous}
     sizes = [size_label(r) for r in mine]
     for size in sizes:

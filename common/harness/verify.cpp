@@ -105,9 +105,9 @@ void fill_initial_c(HostMatrix& C, float beta, Random& random, Element element) 
 }
 
 double error_bound(double magnitude, double value, int k, ErrorModel const& model) {
-  double const terms = static_cast<double>(k) + 2.0;
+  double const terms = static_cast<double>(model.products) * k + 2.0;
   double const gamma = terms * model.accumulation / (1.0 - terms * model.accumulation);
-  double const accumulated = gamma * magnitude;
+  double const accumulated = (gamma * model.kept_magnitude + model.dropped) * magnitude;
   double const rounded = model.output * (std::fabs(value) + accumulated);
   // Products of values in the subnormal range lose relative accuracy; a few times the
   // smallest normal float absorbs that without hiding any real error.

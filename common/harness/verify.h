@@ -102,9 +102,17 @@ struct Reference {
 
 // How a precision rounds: the unit roundoff of the arithmetic that accumulates the result, and
 // of the final conversion to the output format (0 when the accumulator is the output).
+//
+// A split-operand product (step 28) multiplies each input as a sum of parts: `products` products
+// of parts are summed per term of the dot product, their magnitudes add up to at most
+// `kept_magnitude` times |a| |b|, and the products of parts left out are at most `dropped` times
+// |a| |b|. The plain formats multiply once and drop nothing.
 struct ErrorModel {
   double accumulation = 0.0;
   double output = 0.0;
+  int products = 1;
+  double kept_magnitude = 1.0;
+  double dropped = 0.0;
 };
 // FP32: accumulation and output in FP32, unit roundoff 2^-24.
 inline constexpr ErrorModel kFp32Error{0x1p-24, 0.0};
@@ -112,6 +120,17 @@ inline constexpr ErrorModel kFp32Error{0x1p-24, 0.0};
 // because a tensor core may truncate instead of rounding when it adds; the output is rounded
 // once to bf16, whose 8 significant bits give 2^-8.
 inline constexpr ErrorModel kBf16Error{0x1p-23, 0x1p-8};
+// FP32 in and out, computed as BF16x6 (step 28): a = a0 + a1 + a2 exactly, three bf16 parts with
+// |a0| <= (1 + 2^-8) |a|, |a1| <= 2^-8 (1 + 2^-8) |a|, |a2| <= 2^-16 |a| (each part rounds what is
+// left to 8 significant bits). Each product a_i b_j of two bf16 is exact in FP32. Kept: the six
+// with i + j <= 2, whose magnitudes add up to at most
+//   (|a0| + |a1| + |a2|) (|b0| + |b1| + |b2|) <= ((1 + 2^-8)(1 + 2^-8 + 2^-16))^2 |a||b|
+//                                              <= 1.0158 |a||b| <= (1 + 2^-6 + 2^-9) |a||b|.
+// Dropped: a1 b2 + a2 b1 + a2 b2, at most (2 (1 + 2^-8) 2^-24 + 2^-32) |a||b| <= (1 + 2^-7) 2^-23
+// |a||b|. The 6 k products are summed by tensor cores, which may truncate (2^-23, as for BF16);
+// the output is the FP32 sum itself.
+inline constexpr ErrorModel kBf16x6Error{0x1p-23, 0.0, 6, 1.0 + 0x1p-6 + 0x1p-9,
+                                         (1.0 + 0x1p-7) * 0x1p-23};
 
 // Rounding-error bound for one element of a GEMM (Higham, "Accuracy and Stability of Numerical
 // Algorithms", 3.1, 2.2). Accumulated with unit roundoff u in any summation order,
@@ -122,6 +141,10 @@ inline constexpr ErrorModel kBf16Error{0x1p-23, 0x1p-8};
 // product plus the alpha and beta products; a tiny absolute term covers underflow. A correct
 // result always meets it, whatever the order of its additions (split-K, tree reductions, FMA
 // or not).
+// With split operands (ErrorModel::products > 1) the sum has products * k + 2 terms whose
+// magnitudes add up to at most kept_magnitude times the bracket, and the products left out add
+// dropped times the bracket:
+//   e = gamma(products * k + 2) * kept_magnitude * bracket + dropped * bracket.
 double error_bound(double magnitude, double value, int k, ErrorModel const& model);
 
 // Plain triple-loop float64 reference on the CPU; for the small shapes of the test suite.

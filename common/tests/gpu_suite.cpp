@@ -1,6 +1,7 @@
 // The shared GPU suite: built once per precision and linked with every step of it (meson links
-// the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm) and
-// run as `meson test`. Every case draws fresh random inputs (rounded to the input format),
+// the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm, and
+// the split-operand build, -DGEMM_SUITE_FP32_SPLIT, with step 28's sgemm and its own error bound)
+// and run as `meson test`. Every case draws fresh random inputs (rounded to the input format),
 // poisons C, surrounds every matrix with guard bands, runs the step and compares each element
 // with a float64 CPU reference and its error bound. Without a GPU it reports "skipped" (exit 77).
 //
@@ -29,9 +30,12 @@
 
 namespace {
 
-#ifdef GEMM_SUITE_BF16
+#if defined(GEMM_SUITE_BF16)
 using Precision = gemm::Bf16;
 constexpr gemm::StepFunction<Precision> kStep = gemm::bf16_gemm;
+#elif defined(GEMM_SUITE_FP32_SPLIT)
+using Precision = gemm::Fp32Split;
+constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;
 #else
 using Precision = gemm::Fp32;
 constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;

@@ -212,6 +212,53 @@ TEST_CASE("error bound: bf16 output adds one rounding of the result") {
   }
 }
 
+TEST_CASE("error bound: BF16x6 sums six products per term and adds what it leaves out") {
+  double const u = kBf16x6Error.accumulation;
+  double const terms = 6.0 * 8 + 2.0;
+  double const expected =
+      (terms * u / (1.0 - terms * u) * kBf16x6Error.kept_magnitude + kBf16x6Error.dropped) * 3.0;
+  CHECK(error_bound(3.0, 1.0, 8, kBf16x6Error) == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("BF16x6: three bf16 parts hold a float exactly, within the constants of the bound") {
+  // The split of step 28, on the host: each part rounds what is left to bf16.
+  auto const split = [](float x, double(&part)[3]) {
+    float rest = x;
+    for (double& p : part) {
+      float const rounded = round_to(Element::bf16, rest);
+      p = rounded;
+      rest -= rounded;
+    }
+  };
+  Random random(28);
+  for (int i = 0; i < 100000; ++i) {
+    // Every exponent from 2^-60 to 2^60, every significand.
+    float const a =
+        std::ldexp(random.nonzero_uniform(), static_cast<int>(random.next() % 121) - 60);
+    float const b =
+        std::ldexp(random.nonzero_uniform(), static_cast<int>(random.next() % 121) - 60);
+    double pa[3];
+    double pb[3];
+    split(a, pa);
+    split(b, pb);
+    REQUIRE(pa[0] + pa[1] + pa[2] == static_cast<double>(a));  // exact, in float64
+    REQUIRE(pb[0] + pb[1] + pb[2] == static_cast<double>(b));
+    double const ab = std::fabs(static_cast<double>(a) * b);
+    double kept = 0.0;
+    double dropped = 0.0;
+    for (int x = 0; x < 3; ++x) {
+      for (int y = 0; y < 3; ++y) {
+        if (x + y <= 2)
+          kept += std::fabs(pa[x] * pb[y]);
+        else
+          dropped += pa[x] * pb[y];
+      }
+    }
+    CHECK(kept <= kBf16x6Error.kept_magnitude * ab);
+    CHECK(std::fabs(dropped) <= kBf16x6Error.dropped * ab);
+  }
+}
+
 TEST_CASE("bf16 rounding: to nearest, ties to even, and exact conversions") {
   CHECK(round_to(Element::bf16, 1.0f) == 1.0f);
   CHECK(round_to(Element::fp32, 1.0f + 0x1p-20f) == 1.0f + 0x1p-20f);
