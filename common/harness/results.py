@@ -344,10 +344,20 @@ def plot(rows, out_path):
         by_step = {(r["step"], r["name"]): r for r in rows
                    if r["precision"] == precision and shape_of(r) == shape}
         xs = [j for j, s in enumerate(steps) if s in by_step]
-        ys = [by_step[steps[j]]["gflops"] for j in xs]
         cublas = statistics.median(r["cublas_gflops"] for r in by_step.values())
-        ax.plot(xs, ys, marker="o", color=color,
-                label=f"{precision} {shape}  (cuBLAS {cublas / 1000:.1f} TFLOP/s, dashed)")
+        # A line joins consecutive steps only: FP32 step 28 (on the tensor cores) stands apart
+        # from FP32 step 13 rather than being joined to it across the BF16 steps.
+        segments = [[xs[0]]]
+        for previous, x in zip(xs, xs[1:]):
+            if int(steps[x][0]) == int(steps[previous][0]) + 1:
+                segments[-1].append(x)
+            else:
+                segments.append([x])
+        for number, segment in enumerate(segments):
+            label = (f"{precision} {shape}  (cuBLAS {cublas / 1000:.1f} TFLOP/s, dashed)"
+                     if number == 0 else None)
+            ax.plot(segment, [by_step[steps[j]]["gflops"] for j in segment], marker="o",
+                    color=color, label=label)
         ax.axhline(cublas, color=color, linestyle="--", linewidth=1)
     ax.set_yscale("log")
     ax.set_xticks(range(len(steps)))
