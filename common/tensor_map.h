@@ -17,4 +17,10 @@ namespace gemm {
 CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
                                  int box_cols);
 
+// The same for a row-major matrix of one-byte elements (FP8, steps 29 on), read as bytes: TMA
+// moves bits and zero-fills outside the matrix, and the 128-byte swizzle spans 128 elements. TMA
+// needs the base 16-byte aligned and ld a multiple of 16.
+CUtensorMap make_fp8_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
+                                int box_cols);
+
 }  // namespace gemm

@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,9 +40,10 @@ class DeviceBuffer {
 };
 
 // The device copy of a HostMatrix, stored as element type T: float for the FP32 steps,
-// __nv_bfloat16 for the BF16 steps. The host side always holds floats, and every value the
-// harness generates is exactly a value of T (fill_random rounds to it), so the conversion is
-// exact in both directions, guard and poison NaNs included; upload throws if it would not be.
+// __nv_bfloat16 for the BF16 steps, __nv_fp8_e4m3 for the FP8 steps' A and B. The host side always
+// holds floats, and every value the harness generates is exactly a value of T (fill_random rounds
+// to it), so the conversion is exact in both directions, guard and poison NaNs included; upload
+// throws if it would not be.
 template <typename T>
 class DeviceMatrix {
  public:
@@ -58,8 +62,21 @@ class DeviceMatrix {
     if constexpr (std::is_same_v<T, float>) {
       check_cuda(cudaMemcpy(buffer_.get(), host.data.data(), bytes(), cudaMemcpyHostToDevice),
                  "cudaMemcpy (upload)");
+    } else if constexpr (std::is_same_v<T, __nv_fp8_e4m3>) {
+      // The FP8 format has one NaN per sign and no infinity: guard and poison NaNs upload as NaN.
+      std::vector<__nv_fp8_e4m3> converted(host.data.size());
+      for (std::size_t i = 0; i < converted.size(); ++i) {
+        converted[i] = __nv_fp8_e4m3(host.data[i]);
+        float const back = static_cast<float>(converted[i]);
+        if (back != host.data[i] && !(std::isnan(back) && std::isnan(host.data[i]))) {
+          throw std::invalid_argument(
+              "DeviceMatrix: a value is not an e4m3 value (round_to first)");
+        }
+      }
+      check_cuda(cudaMemcpy(buffer_.get(), converted.data(), bytes(), cudaMemcpyHostToDevice),
+                 "cudaMemcpy (upload)");
     } else {
-      static_assert(std::is_same_v<T, __nv_bfloat16>, "DeviceMatrix holds float or bf16");
+      static_assert(std::is_same_v<T, __nv_bfloat16>, "DeviceMatrix holds float, bf16 or fp8");
       std::vector<std::uint16_t> converted(host.data.size());
       for (std::size_t i = 0; i < converted.size(); ++i)
         converted[i] = bf16_bits(host.data[i]);
@@ -70,6 +87,7 @@ class DeviceMatrix {
   }
 
   void download(HostMatrix& host) const {
+    static_assert(!std::is_same_v<T, __nv_fp8_e4m3>, "FP8 matrices are inputs: never downloaded");
     if constexpr (std::is_same_v<T, float>) {
       check_cuda(cudaMemcpy(host.data.data(), buffer_.get(), bytes(), cudaMemcpyDeviceToHost),
                  "cudaMemcpy (download)");

@@ -84,6 +84,14 @@ std::optional<std::string> why_not_sm90a() {
          "." + std::to_string(properties.minor) + "): skipped. It runs on an H100, H200 or GH200.";
 }
 
+bool skipped_for_not_sm90a(char const* step) {
+  if (why_no_gpu()) return false;
+  auto const why = why_not_sm90a();
+  if (!why) return false;
+  std::fprintf(stderr, "%s: %s\n", step, why->c_str());
+  return true;
+}
+
 std::optional<int> exit_code_without_gpu(char const* program) {
   auto const missing = why_no_gpu();
   if (!missing) return std::nullopt;

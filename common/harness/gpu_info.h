@@ -24,6 +24,11 @@ std::optional<std::string> why_no_gpu();
 // after why_no_gpu().
 std::optional<std::string> why_not_sm90a();
 
+// For the executables of the Hopper steps: true, after printing "<step>: <why_not_sm90a()>", when
+// there is a GPU but not one of compute capability 9.0 (the caller then exits with kExitSkipped);
+// false when there is none (the harness says so itself) or when it is a Hopper GPU.
+bool skipped_for_not_sm90a(char const* step);
+
 // For programs that need a GPU and have nothing to do without one (the demos): nullopt when
 // there is a GPU; otherwise prints "<program>: <why_no_gpu()>" and returns 3, the exit code
 // the step executables use for "no GPU".

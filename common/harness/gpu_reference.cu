@@ -1,4 +1,5 @@
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <vector>
@@ -15,6 +16,9 @@ __device__ double to_double(float x) {
 }
 __device__ double to_double(__nv_bfloat16 x) {
   return __bfloat162float(x);  // exact: a bf16 value is a float with 16 more zero bits
+}
+__device__ double to_double(__nv_fp8_e4m3 x) {
+  return static_cast<float>(x);  // exact: every e4m3 value is a float
 }
 
 // dense[r * cols + c] = (absolute ? |x| : x) for x = src[r * ld + c], widened to double.
@@ -38,12 +42,14 @@ void widen(T const* src, MatrixLayout const& layout, bool absolute, double* dens
 }
 
 // Row-major C (m x n) = alpha * A (m x k) * B (k x n) + beta * C, all dense, through the
-// column-major DGEMM: the row-major C is the column-major C^T = B^T * A^T.
+// column-major DGEMM: the row-major C is the column-major C^T = B^T * A^T. With b_transposed, B
+// is given as its transpose, n x k (the FP8 contract): as a column-major k x n matrix it is
+// B^T's transpose, so the DGEMM transposes it back.
 void dgemm_row_major(cublasHandle_t handle, int m, int n, int k, double alpha, double const* A,
-                     double const* B, double beta, double* C) {
-  check_cublas(
-      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, n, A, k, &beta, C, n),
-      "cublasDgemm (reference)");
+                     double const* B, bool b_transposed, double beta, double* C) {
+  check_cublas(cublasDgemm(handle, b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                           &alpha, B, b_transposed ? k : n, A, k, &beta, C, n),
+               "cublasDgemm (reference)");
 }
 
 }  // namespace
@@ -54,13 +60,14 @@ std::size_t reference_gemm_gpu_bytes(int m, int n, int k) {
 }
 
 template <typename In, typename Out>
-Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
+Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
                              MatrixLayout const& a_layout, In const* B,
                              MatrixLayout const& b_layout, float beta, Out const* C0,
-                             MatrixLayout const& c_layout, ErrorModel const& model) {
+                             MatrixLayout const& c_layout, ErrorModel const& model,
+                             bool b_transposed) {
   int const m = a_layout.rows;
   int const k = a_layout.cols;
-  int const n = b_layout.cols;
+  int const n = b_transposed ? b_layout.rows : b_layout.cols;
   std::size_t const mn = static_cast<std::size_t>(m) * n;
   DeviceBuffer<double> a64(static_cast<std::size_t>(m) * k);
   DeviceBuffer<double> b64(static_cast<std::size_t>(k) * n);
@@ -83,9 +90,9 @@ Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
       check_cuda(cudaMemset(c64.get(), 0, mn * sizeof(double)), "cudaMemset");
     }
     check_cuda(cudaDeviceSynchronize(), "widen");
-    double const a = absolute ? std::fabs(static_cast<double>(alpha)) : alpha;
+    double const a = absolute ? std::fabs(alpha) : alpha;
     double const b = absolute ? std::fabs(static_cast<double>(beta)) : beta;
-    dgemm_row_major(handle, m, n, k, a, a64.get(), b64.get(), b, c64.get());
+    dgemm_row_major(handle, m, n, k, a, a64.get(), b64.get(), b_transposed, b, c64.get());
     auto& out = absolute ? magnitude : value;
     check_cuda(cudaMemcpy(out.data(), c64.get(), mn * sizeof(double), cudaMemcpyDeviceToHost),
                "cudaMemcpy (reference)");
@@ -93,12 +100,16 @@ Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
   return reference_from_magnitude(m, n, k, std::move(value), magnitude, model);
 }
 
-template Reference reference_gemm_gpu(cublasHandle_t, float, float const*, MatrixLayout const&,
+template Reference reference_gemm_gpu(cublasHandle_t, double, float const*, MatrixLayout const&,
                                       float const*, MatrixLayout const&, float, float const*,
-                                      MatrixLayout const&, ErrorModel const&);
-template Reference reference_gemm_gpu(cublasHandle_t, float, __nv_bfloat16 const*,
+                                      MatrixLayout const&, ErrorModel const&, bool);
+template Reference reference_gemm_gpu(cublasHandle_t, double, __nv_bfloat16 const*,
                                       MatrixLayout const&, __nv_bfloat16 const*,
                                       MatrixLayout const&, float, __nv_bfloat16 const*,
-                                      MatrixLayout const&, ErrorModel const&);
+                                      MatrixLayout const&, ErrorModel const&, bool);
+template Reference reference_gemm_gpu(cublasHandle_t, double, __nv_fp8_e4m3 const*,
+                                      MatrixLayout const&, __nv_fp8_e4m3 const*,
+                                      MatrixLayout const&, float, __nv_bfloat16 const*,
+                                      MatrixLayout const&, ErrorModel const&, bool);
 
 }  // namespace gemm

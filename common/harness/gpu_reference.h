@@ -11,13 +11,16 @@
 namespace gemm {
 
 // A, B, C0 point to element (0, 0) of matrices on the device, laid out as their layouts say:
-// In and Out are float, or __nv_bfloat16 (instantiated in gpu_reference.cu). With beta == 0,
+// In and Out are float, or __nv_bfloat16, or In __nv_fp8_e4m3 and Out __nv_bfloat16
+// (instantiated in gpu_reference.cu). With b_transposed, B is given as its transpose, n x k (the
+// FP8 contract). alpha is a double so that a scale factor can join it exactly. With beta == 0,
 // C0 is not read. `model` sets the error bound of every element.
 template <typename In, typename Out>
-Reference reference_gemm_gpu(cublasHandle_t handle, float alpha, In const* A,
+Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
                              MatrixLayout const& a_layout, In const* B,
                              MatrixLayout const& b_layout, float beta, Out const* C0,
-                             MatrixLayout const& c_layout, ErrorModel const& model);
+                             MatrixLayout const& c_layout, ErrorModel const& model,
+                             bool b_transposed = false);
 
 // Device bytes reference_gemm_gpu allocates for an m x n x k problem.
 std::size_t reference_gemm_gpu_bytes(int m, int n, int k);

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <new>
+#include <optional>
 #include <random>
 #include <span>
 #include <tuple>
@@ -47,9 +49,15 @@ struct ProblemLayouts {
 
 // The ld_pad padding columns of every row are guard band too: a kernel that writes them fails
 // the check, and one that uses them as elements of A or B multiplies NaN and fails it as well.
+// B is k x n, or n x k where the precision gives it transposed (FP8).
+template <typename Precision>
 ProblemLayouts layouts_for(Shape const& s) {
+  MatrixLayout const b =
+      Precision::b_transposed
+          ? MatrixLayout{s.n, s.k, s.k + s.ld_pad, kGuardElements, kGuardElements}
+          : MatrixLayout{s.k, s.n, s.n + s.ld_pad, kGuardElements, kGuardElements};
   return {{s.m, s.k, s.k + s.ld_pad, kGuardElements, kGuardElements},
-          {s.k, s.n, s.n + s.ld_pad, kGuardElements, kGuardElements},
+          b,
           {s.m, s.n, s.n + s.ld_pad, kGuardElements, kGuardElements}};
 }
 
@@ -105,23 +113,26 @@ class Problem {
         shape_(shape),
         alpha_(options.alpha),
         beta_(options.beta),
-        layouts_(layouts_for(shape)),
+        layouts_(layouts_for<Precision>(shape)),
         initial_c_(filled_initial_c(layouts_.c, options.beta, seed)),
         a_(filled_random(layouts_.a, seed, 0)),
         b_(filled_random(layouts_.b, seed, 1)),
         c_(initial_c_),
         c_cublas_(initial_c_),
-        reference_(reference_gemm_gpu(ctx.cublas, alpha_, a_.data(), layouts_.a, b_.data(),
-                                      layouts_.b, beta_, c_.data(), layouts_.c, Precision::error)) {
-  }
+        reference_(reference_gemm_gpu(ctx.cublas, alpha_ * Precision::scale, a_.data(), layouts_.a,
+                                      b_.data(), layouts_.b, beta_, c_.data(), layouts_.c,
+                                      Precision::error, Precision::b_transposed)) {}
 
   void run(Gemm const& gemm) {
     gemm(shape_.m, shape_.n, shape_.k, alpha_, a_.data(), layouts_.a.ld, b_.data(), layouts_.b.ld,
          beta_, c_.data(), layouts_.c.ld, ctx_.stream);
   }
-  void run_cublas() {
-    Precision::cublas(ctx_.cublas, shape_.m, shape_.n, shape_.k, alpha_, a_.data(), layouts_.a.ld,
-                      b_.data(), layouts_.b.ld, beta_, c_cublas_.data(), layouts_.c.ld);
+  // Returns false where the baseline offers nothing at this shape (cuBLASLt's FP8 needs k and
+  // the leading dimensions multiples of 16).
+  bool run_cublas() {
+    return Precision::cublas(ctx_.cublas, shape_.m, shape_.n, shape_.k, alpha_, a_.data(),
+                             layouts_.a.ld, b_.data(), layouts_.b.ld, beta_, c_cublas_.data(),
+                             layouts_.c.ld);
   }
 
   // Restores the initial C (poison included), runs once, and compares every element with the
@@ -132,29 +143,35 @@ class Problem {
     check_cuda(cudaStreamSynchronize(ctx_.stream), "the GEMM under test");
     return downloaded_and_checked(c_);
   }
-  CheckResult check_cublas() {
+  // Empty where the baseline offers nothing at this shape.
+  std::optional<CheckResult> check_cublas() {
     c_cublas_.upload(initial_c_);
-    run_cublas();
+    bool const ran = run_cublas();
     check_cuda(cudaStreamSynchronize(ctx_.stream), "cuBLAS");
+    if (!ran) return std::nullopt;
     return downloaded_and_checked(c_cublas_);
   }
 
   // Median times of `gemm` and of cuBLAS: warm-up, then the two alternately, so that clock or
-  // neighbour drift during the run affects both alike. The medians make the ratio.
-  std::pair<double, double> time_against_cublas(Gemm const& gemm, int warmup, int repeats) {
+  // neighbour drift during the run affects both alike. The medians make the ratio. Without a
+  // baseline at this shape (with_cublas false) its time is NaN.
+  std::pair<double, double> time_against_cublas(Gemm const& gemm, int warmup, int repeats,
+                                                bool with_cublas = true) {
     EventTimer timer(ctx_.stream);
     for (int i = 0; i < warmup; ++i) {
       run(gemm);
-      run_cublas();
+      if (with_cublas) run_cublas();
     }
     check_cuda(cudaStreamSynchronize(ctx_.stream), "warm-up");
     std::vector<double> times, cublas_times;
     for (int i = 0; i < repeats; ++i) {
       times.push_back(timer.time_ms([&] { run(gemm); }));
-      cublas_times.push_back(timer.time_ms([&] { run_cublas(); }));
+      if (with_cublas) cublas_times.push_back(timer.time_ms([&] { run_cublas(); }));
     }
     check_cuda(cudaGetLastError(), "timed runs");
-    return {median_of(times), median_of(cublas_times)};
+    double const cublas_ms =
+        with_cublas ? median_of(cublas_times) : std::numeric_limits<double>::quiet_NaN();
+    return {median_of(times), cublas_ms};
   }
 
  private:
@@ -162,7 +179,7 @@ class Problem {
   static HostMatrix filled_initial_c(MatrixLayout const& c_layout, float beta, std::uint64_t seed) {
     HostMatrix c(c_layout);
     Random random(seed ^ 0xc0ffee);
-    fill_initial_c(c, beta, random, Precision::element);
+    fill_initial_c(c, beta, random, Precision::output_element);
     return c;
   }
   static HostMatrix filled_random(MatrixLayout const& layout, std::uint64_t seed, int which) {
@@ -194,14 +211,14 @@ template <typename Precision>
 std::pair<Measurement, std::string> run_problem(Context const& ctx, Options const& options,
                                                 Shape const& shape, std::uint64_t seed,
                                                 typename Problem<Precision>::Gemm const& step) {
-  require_memory<Precision>(shape, layouts_for(shape));
+  require_memory<Precision>(shape, layouts_for<Precision>(shape));
   Problem<Precision> problem(ctx, options, shape, seed);
 
   // Check first, on the very first call of the step, from the initial (poisoned) C.
   CheckResult const step_check = problem.check(step);
-  CheckResult const cublas_check = problem.check_cublas();
+  std::optional<CheckResult> const cublas_check = problem.check_cublas();
   auto const [step_ms, cublas_ms] =
-      problem.time_against_cublas(step, options.warmup, options.repeats);
+      problem.time_against_cublas(step, options.warmup, options.repeats, cublas_check.has_value());
 
   Measurement m;
   m.step = ctx.step;
@@ -215,10 +232,15 @@ std::pair<Measurement, std::string> run_problem(Context const& ctx, Options cons
   m.check_passed = step_check.passed();
   m.max_error_over_bound = step_check.worst_ratio;
   m.relative_error = step_check.relative_error;
-  m.cublas_check_passed = cublas_check.passed();
+  m.cublas_ran = cublas_check.has_value();
+  m.cublas_check_passed = cublas_check && cublas_check->passed();
   m.gpu = ctx.gpu;
   std::string summary = step_check.summary();
-  if (!cublas_check.passed()) summary += " [cuBLAS itself: " + cublas_check.summary() + "]";
+  if (!cublas_check) {
+    summary += " [the baseline offers nothing at this shape]";
+  } else if (!cublas_check->passed()) {
+    summary += " [cuBLAS itself: " + cublas_check->summary() + "]";
+  }
   return {m, summary};
 }
 
@@ -306,9 +328,17 @@ int run_harness(std::string const& step_directory, int argc, char** argv,
     } else {
       std::cout << human_header() << std::endl;
     }
+    // The step with the arguments the harness adds for its precision (FP8's scales).
+    using In = typename Precision::Input;
+    using Out = typename Precision::Output;
+    typename Problem<Precision>::Gemm const gemm =
+        [step](int m, int n, int k, float alpha, In const* A, int lda, In const* B, int ldb,
+               float beta, Out* C, int ldc, cudaStream_t stream) {
+          Precision::call(step, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+        };
     for (std::size_t i = 0; i < options.shapes.size(); ++i) {
       auto const [measurement, summary] =
-          run_problem<Precision>(ctx, options, options.shapes[i], seed + i, step);
+          run_problem<Precision>(ctx, options, options.shapes[i], seed + i, gemm);
       if (options.csv) {
         std::cout << csv_row(measurement) << std::endl;
         if (!measurement.check_passed)
@@ -376,10 +406,12 @@ int run_sweep(std::string const& title, int argc, char** argv,
               << describe_software() << "\n";
     for (std::size_t i = 0; i < options.shapes.size(); ++i) {
       Shape const& shape = options.shapes[i];
-      require_memory<Precision>(shape, layouts_for(shape));
+      require_memory<Precision>(shape, layouts_for<Precision>(shape));
       Problem<Precision> problem(ctx, options, shape, seed + i);
+      std::optional<CheckResult> const cublas_check = problem.check_cublas();
       std::cout << "\n"
-                << shape.text() << "  (cuBLAS check: " << problem.check_cublas().summary() << ")\n";
+                << shape.text() << "  (cuBLAS check: "
+                << (cublas_check ? cublas_check->summary() : std::string("not offered")) << ")\n";
       std::vector<std::pair<double, std::string>> ranked;
       for (auto const& candidate : candidates) {
         CheckResult const check = problem.check(candidate.gemm);
@@ -413,6 +445,7 @@ template int run_sweep<Fp32>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Fp32>> const&, std::vector<Shape> const&);
 template int run_harness<Bf16>(std::string const&, int, char**, StepFunction<Bf16>);
 template int run_harness<Fp32Split>(std::string const&, int, char**, StepFunction<Fp32Split>);
+template int run_harness<Fp8>(std::string const&, int, char**, StepFunction<Fp8>);
 template int run_sweep<Bf16>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Bf16>> const&, std::vector<Shape> const&);
 

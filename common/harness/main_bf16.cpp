@@ -1,8 +1,6 @@
 // The executable of every BF16 step: the shared harness linked with one step's bf16_gemm.
 // GEMM_STEP_NAME is the step's directory name, set by meson.build; GEMM_NEEDS_SM90A marks the
 // Hopper steps, which skip (exit 77) with a message on any other GPU.
-#include <cstdio>
-
 #include "cli.h"
 #include "gemm.h"
 #include "gpu_info.h"
@@ -11,12 +9,7 @@
 
 int main(int argc, char** argv) {
 #ifdef GEMM_NEEDS_SM90A
-  if (!gemm::why_no_gpu()) {
-    if (auto const why = gemm::why_not_sm90a()) {
-      std::fprintf(stderr, "%s: %s\n", GEMM_STEP_NAME, why->c_str());
-      return gemm::kExitSkipped;
-    }
-  }
+  if (gemm::skipped_for_not_sm90a(GEMM_STEP_NAME)) return gemm::kExitSkipped;
 #endif
   return gemm::run_harness<gemm::Bf16>(GEMM_STEP_NAME, argc, argv, gemm::bf16_gemm);
 }

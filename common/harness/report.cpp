@@ -82,7 +82,9 @@ std::string csv_row(Measurement const& m) {
                                            m.check_passed ? "pass" : "FAIL",
                                            format("%.3g", m.max_error_over_bound),
                                            format("%.3g", m.relative_error),
-                                           m.cublas_check_passed ? "pass" : "FAIL",
+                                           !m.cublas_ran           ? "none"
+                                           : m.cublas_check_passed ? "pass"
+                                                                   : "FAIL",
                                            m.gpu,
                                            std::to_string(m.shape.ld_pad)};
   return join_fields(fields);

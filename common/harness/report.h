@@ -22,6 +22,7 @@ struct Measurement {
   bool check_passed = false;
   double max_error_over_bound = 0.0;
   double relative_error = 0.0;
+  bool cublas_ran = true;  // false where the baseline offers nothing at this shape
   bool cublas_check_passed = false;
   std::string gpu;
 

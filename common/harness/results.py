@@ -73,6 +73,7 @@ LATER_INTEGERS = ["ld_pad"]
 PRECISION_TITLES = {
     "fp32": "FP32 against cuBLAS SGEMM (steps 01-13 on CUDA cores, 28 on tensor cores)",
     "bf16": "BF16 in, FP32 accumulation (tensor cores) against cuBLAS BF16",
+    "fp8": "scaled FP8 (E4M3) in, BF16 out (tensor cores) against cuBLASLt FP8, fast accumulation off",
 }
 
 
@@ -131,8 +132,13 @@ def shape_of(row):
 
 
 def grouped(value):
-    """50712.3 -> '50,712'."""
-    return f"{round(value):,}"
+    """50712.3 -> '50,712'; 'n/a' for NaN (a baseline that offers nothing at the shape)."""
+    return "n/a" if math.isnan(value) else f"{round(value):,}"
+
+
+def percent(value):
+    """99.04 -> '99.0%'; 'n/a' for NaN."""
+    return "n/a" if math.isnan(value) else f"{value:.1f}%"
 
 
 def progress_lines(rows):
@@ -158,10 +164,12 @@ def tables(rows):
             for r in in_shape:
                 speedup = f"{r['gflops'] / previous:.2f}x" if previous else ""
                 check = r["check"]
-                if r["cublas_check"] != "pass":
+                if r["cublas_check"] == "none":
+                    check += " (no baseline at this shape)"
+                elif r["cublas_check"] != "pass":
                     check += " (cuBLAS: " + r["cublas_check"] + ")"
                 out.append(f"| {r['step']} | {r['name']} | {grouped(r['gflops'])} | "
-                           f"{grouped(r['cublas_gflops'])} | {r['pct_cublas']:.1f}% | {speedup} "
+                           f"{grouped(r['cublas_gflops'])} | {percent(r['pct_cublas'])} | {speedup} "
                            f"| {check} |")
                 previous = r["gflops"]
             out.append("")
@@ -191,7 +199,9 @@ def step_number(row):
 
 
 def with_check(value, check):
-    """A GFLOPS cell; a result that failed its check says so."""
+    """A GFLOPS cell; a result that failed its check says so ("none": nothing was run)."""
+    if check == "none":
+        return "n/a"
     return grouped(value) if check == "pass" else f"{grouped(value)} (check: {check})"
 
 
@@ -232,7 +242,8 @@ def lesson_table(rows, step):
         other = theirs.get(size_label(r))
         if previous is not None:
             cells.append(with_check(other["gflops"], other["check"]) if other else "-")
-        cells += [with_check(r["cublas_gflops"], r["cublas_check"]), r["pct_cublas_text"] + "%"]
+        cells += [with_check(r["cublas_gflops"], r["cublas_check"]),
+                  "n/a" if math.isnan(r["pct_cublas"]) else r["pct_cublas_text"] + "%"]
         if previous is not None:
             ratio = r["gflops"] / other["gflops"] if other and other["gflops"] > 0 else None
             cells.append(f"{ratio:.2f}" if ratio is not None else "-")
@@ -344,7 +355,8 @@ def plot(rows, out_path):
         by_step = {(r["step"], r["name"]): r for r in rows
                    if r["precision"] == precision and shape_of(r) == shape}
         xs = [j for j, s in enumerate(steps) if s in by_step]
-        cublas = statistics.median(r["cublas_gflops"] for r in by_step.values())
+        measured = [r["cublas_gflops"] for r in by_step.values() if not math.isnan(r["cublas_gflops"])]
+        cublas = statistics.median(measured) if measured else math.nan
         # A line joins consecutive steps only: FP32 step 28 (on the tensor cores) stands apart
         # from FP32 step 13 rather than being joined to it across the BF16 steps.
         segments = [[xs[0]]]
@@ -358,7 +370,8 @@ def plot(rows, out_path):
                      if number == 0 else None)
             ax.plot(segment, [by_step[steps[j]]["gflops"] for j in segment], marker="o",
                     color=color, label=label)
-        ax.axhline(cublas, color=color, linestyle="--", linewidth=1)
+        if not math.isnan(cublas):
+            ax.axhline(cublas, color=color, linestyle="--", linewidth=1)
     ax.set_yscale("log")
     ax.set_xticks(range(len(steps)))
     ax.set_xticklabels([f"{s} {n}" for s, n in steps], rotation=30, ha="right")

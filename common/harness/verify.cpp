@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace gemm {
 
@@ -24,8 +25,30 @@ std::uint32_t float_to_bits(float value) {
   return std::bit_cast<std::uint32_t>(value);
 }
 
+namespace {
+
+// Round to nearest, ties to even, onto the e4m3 grid: 4 significant bits for |x| >= 2^-6 (the
+// smallest normal), a fixed step of 2^-9 below it.
+float round_to_e4m3(float value) {
+  double const magnitude = std::fabs(static_cast<double>(value));
+  if (magnitude == 0.0) return value;
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent, f in [0.5, 1)
+  int const quantum_exponent = std::max(exponent - 4, -9);
+  double const rounded =
+      std::ldexp(std::nearbyint(std::ldexp(magnitude, -quantum_exponent)), quantum_exponent);
+  if (rounded > 448.0) {
+    throw std::invalid_argument("round_to: " + std::to_string(value) +
+                                " is beyond e4m3's largest value, 448");
+  }
+  return static_cast<float>(std::copysign(rounded, static_cast<double>(value)));
+}
+
+}  // namespace
+
 float round_to(Element element, float value) {
   if (element == Element::fp32 || !std::isfinite(value)) return value;
+  if (element == Element::e4m3) return round_to_e4m3(value);
   // Round the float to its top 16 bits, to nearest with ties to even: add half of the dropped
   // range minus one, plus the lowest kept bit, and cut. A carry into the exponent is correct
   // (it rounds up to the next binade, or to infinity).
@@ -79,8 +102,14 @@ void fill(HostMatrix& matrix, ElementValue element_value) {
 }  // namespace
 
 void fill_random(HostMatrix& matrix, Random& random, Element element) {
-  // Rounding a nonzero value in [-1, 1] of magnitude >= 2^-23 to bf16 never gives zero.
-  fill(matrix, [&] { return round_to(element, random.nonzero_uniform()); });
+  // Rounding a nonzero value in [-1, 1] of magnitude >= 2^-23 to bf16 never gives zero; to e4m3
+  // it does below 2^-10, and such a value is drawn again.
+  fill(matrix, [&] {
+    for (;;) {
+      float const value = round_to(element, random.nonzero_uniform());
+      if (value != 0.0f) return value;
+    }
+  });
 }
 
 void fill_integers(HostMatrix& matrix, Random& random, int max_abs) {
@@ -105,7 +134,8 @@ void fill_initial_c(HostMatrix& C, float beta, Random& random, Element element) 
 }
 
 double error_bound(double magnitude, double value, int k, ErrorModel const& model) {
-  double const terms = static_cast<double>(model.products) * k + 2.0;
+  double const terms = model.additions * k + 2.0;
+  if (terms * model.accumulation >= 1.0) return std::numeric_limits<double>::infinity();
   double const gamma = terms * model.accumulation / (1.0 - terms * model.accumulation);
   double const accumulated = (gamma * model.kept_magnitude + model.dropped) * magnitude;
   double const rounded = model.output * (std::fabs(value) + accumulated);
@@ -113,6 +143,16 @@ double error_bound(double magnitude, double value, int k, ErrorModel const& mode
   // smallest normal float absorbs that without hiding any real error.
   double const underflow_slack = 4.0 * static_cast<double>(std::numeric_limits<float>::min());
   return accumulated + rounded + underflow_slack;
+}
+
+HostMatrix transposed(HostMatrix const& matrix) {
+  MatrixLayout const& l = matrix.layout;
+  HostMatrix result(MatrixLayout{l.cols, l.rows, l.rows, 0, 0});
+  for (int r = 0; r < l.rows; ++r) {
+    for (int c = 0; c < l.cols; ++c)
+      result.at(c, r) = matrix.at(r, c);
+  }
+  return result;
 }
 
 Reference reference_gemm_cpu(float alpha, HostMatrix const& A, HostMatrix const& B, float beta,

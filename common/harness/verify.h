@@ -53,11 +53,13 @@ float bits_to_float(std::uint32_t bits);
 std::uint32_t float_to_bits(float value);
 
 // The element formats of the device matrices. The host keeps every matrix as floats. For a
-// 16-bit format every generated value is first rounded to that format, so the float on the
+// narrower format every generated value is first rounded to that format, so the float on the
 // host and the element on the device are the same number, and the reference sees the inputs
-// the kernel sees.
-enum class Element { fp32, bf16 };
+// the kernel sees. e4m3 is FP8 with 4 exponent and 3 mantissa bits (the FP8 steps' A and B):
+// 4 significant bits, largest value 448, smallest 2^-9 (subnormal).
+enum class Element { fp32, bf16, e4m3 };
 // Rounds to the nearest value of the format (ties to even); NaN and infinities pass unchanged.
+// An e4m3 value beyond +-448 throws std::invalid_argument (the format has no infinity).
 float round_to(Element element, float value);
 // bf16 is the top half of a float: these two convert exactly, NaN payloads included. bf16_bits
 // throws std::invalid_argument if `value` is not a bf16 value (low 16 bits not zero).
@@ -77,8 +79,9 @@ class Random {
   std::uint64_t state_;
 };
 
-// Fills the rows x cols block with nonzero_uniform() values rounded to `element` (still never
-// zero) and the guard band with kGuardBits.
+// Fills the rows x cols block with nonzero_uniform() values rounded to `element` (never zero: a
+// value that rounds to zero in e4m3, below 2^-10, is drawn again) and the guard band with
+// kGuardBits.
 void fill_random(HostMatrix& matrix, Random& random, Element element = Element::fp32);
 // Fills the rows x cols block with integers in [-max_abs, max_abs], never zero, and the guard
 // band with kGuardBits. Products and sums of small integers are exact in floating point as
@@ -103,14 +106,15 @@ struct Reference {
 // How a precision rounds: the unit roundoff of the arithmetic that accumulates the result, and
 // of the final conversion to the output format (0 when the accumulator is the output).
 //
-// A split-operand product (step 28) multiplies each input as a sum of parts: `products` products
-// of parts are summed per term of the dot product, their magnitudes add up to at most
-// `kept_magnitude` times |a| |b|, and the products of parts left out are at most `dropped` times
-// |a| |b|. The plain formats multiply once and drop nothing.
+// `additions` counts the rounded additions per term of the dot product: 1 for a plain sum. A
+// split-operand product (step 28) multiplies each input as a sum of parts: 6 products of parts
+// per term, whose magnitudes add up to at most `kept_magnitude` times |a| |b|, while the products
+// of parts left out are at most `dropped` times |a| |b|. The plain formats multiply once and drop
+// nothing.
 struct ErrorModel {
   double accumulation = 0.0;
   double output = 0.0;
-  int products = 1;
+  double additions = 1.0;
   double kept_magnitude = 1.0;
   double dropped = 0.0;
 };
@@ -129,8 +133,16 @@ inline constexpr ErrorModel kBf16Error{0x1p-23, 0x1p-8};
 // Dropped: a1 b2 + a2 b1 + a2 b2, at most (2 (1 + 2^-8) 2^-24 + 2^-32) |a||b| <= (1 + 2^-7) 2^-23
 // |a||b|. The 6 k products are summed by tensor cores, which may truncate (2^-23, as for BF16);
 // the output is the FP32 sum itself.
-inline constexpr ErrorModel kBf16x6Error{0x1p-23, 0.0, 6, 1.0 + 0x1p-6 + 0x1p-9,
+inline constexpr ErrorModel kBf16x6Error{0x1p-23, 0.0, 6.0, 1.0 + 0x1p-6 + 0x1p-9,
                                          (1.0 + 0x1p-7) * 0x1p-23};
+// FP8 (E4M3) in, BF16 out, the sum left to the tensor cores (step 29). The product of two e4m3
+// values is exact (4 x 4 significant bits). A tensor core adds keeping 13 bits below the leading
+// bit of the largest of the operands and the running sum, and cuts the rest (measured: 2^-13
+// survives next to 1, 2^-14 does not; 3 x 2^-15 is cut, not rounded): a unit roundoff of 2^-13.
+// One wgmma adds 32 products and its accumulator: 33 truncations per 32 terms. The output is
+// rounded once to bf16, 2^-8. For 33 k / 32 + 2 >= 2^13 the worst case bounds nothing (gamma is
+// infinite) and error_bound returns infinity: a sum that long has no guarantee without promotion.
+inline constexpr ErrorModel kFp8Error{0x1p-13, 0x1p-8, 33.0 / 32.0};
 
 // Rounding-error bound for one element of a GEMM (Higham, "Accuracy and Stability of Numerical
 // Algorithms", 3.1, 2.2). Accumulated with unit roundoff u in any summation order,
@@ -141,11 +153,15 @@ inline constexpr ErrorModel kBf16x6Error{0x1p-23, 0.0, 6, 1.0 + 0x1p-6 + 0x1p-9,
 // product plus the alpha and beta products; a tiny absolute term covers underflow. A correct
 // result always meets it, whatever the order of its additions (split-K, tree reductions, FMA
 // or not).
-// With split operands (ErrorModel::products > 1) the sum has products * k + 2 terms whose
-// magnitudes add up to at most kept_magnitude times the bracket, and the products left out add
-// dropped times the bracket:
-//   e = gamma(products * k + 2) * kept_magnitude * bracket + dropped * bracket.
+// With `additions` per term the sum has additions * k + 2 rounded additions; with split operands
+// their terms' magnitudes add up to at most kept_magnitude times the bracket, and the products
+// left out add dropped times the bracket:
+//   e = gamma(additions * k + 2) * kept_magnitude * bracket + dropped * bracket.
 double error_bound(double magnitude, double value, int k, ErrorModel const& model);
+
+// The dense transpose of the rows x cols block of `matrix` (no guard band): the suite's CPU
+// reference takes B as k x n, and the FP8 contract gives it as n x k.
+HostMatrix transposed(HostMatrix const& matrix);
 
 // Plain triple-loop float64 reference on the CPU; for the small shapes of the test suite.
 // With beta == 0, C0 is not read (it may hold NaN), as the contract says.

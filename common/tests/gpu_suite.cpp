@@ -1,6 +1,7 @@
 // The shared GPU suite: built once per precision and linked with every step of it (meson links
-// the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm, and
-// the split-operand build, -DGEMM_SUITE_FP32_SPLIT, with step 28's sgemm and its own error bound)
+// the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm, the
+// split-operand build, -DGEMM_SUITE_FP32_SPLIT, with step 28's sgemm and its own error bound, and
+// the FP8 build, -DGEMM_SUITE_FP8, with an fp8_gemm: B given as n x k, the precision's scales)
 // and run as `meson test`. Every case draws fresh random inputs (rounded to the input format),
 // poisons C, surrounds every matrix with guard bands, runs the step and compares each element
 // with a float64 CPU reference and its error bound. Without a GPU it reports "skipped" (exit 77).
@@ -36,15 +37,26 @@ constexpr gemm::StepFunction<Precision> kStep = gemm::bf16_gemm;
 #elif defined(GEMM_SUITE_FP32_SPLIT)
 using Precision = gemm::Fp32Split;
 constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;
+#elif defined(GEMM_SUITE_FP8)
+using Precision = gemm::Fp8;
+constexpr gemm::StepFunction<Precision> kStep = gemm::fp8_gemm;
 #else
 using Precision = gemm::Fp32;
 constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;
 #endif
 using In = Precision::Input;
 using Out = Precision::Output;
-// Elements per 16 bytes: padding by a multiple of it keeps rows 16-byte aligned.
+// Input elements per 16 bytes: padding by a multiple of it keeps rows 16-byte aligned (a
+// multiple of 16 / sizeof(In) elements is one of 16 / sizeof(Out) too, since C's elements are
+// at least as wide as A's).
 constexpr int kVector = 16 / sizeof(In);
-static_assert(sizeof(In) == sizeof(Out), "the placements below assume one element size");
+static_assert(sizeof(Out) >= sizeof(In), "the placements below pad C as A and B");
+
+// The step, called as the precision calls it (FP8 adds its scales).
+void step_call(int m, int n, int k, float alpha, In const* A, int lda, In const* B, int ldb,
+               float beta, Out* C, int ldc, cudaStream_t stream) {
+  Precision::call(kStep, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+}
 
 using gemm::CheckResult;
 using gemm::HostMatrix;
@@ -100,11 +112,23 @@ struct Matrices {
   HostMatrix A, B, C0;
 };
 
-// A, B and C0 of shape s, placed as p says, not yet filled.
+// A, B and C0 of shape s, placed as p says, not yet filled. B is k x n, or n x k where the
+// precision gives it transposed (FP8).
 Matrices placed_matrices(Shape const& s, Placement const& p) {
   return {HostMatrix(layout(s.m, s.k, p.lda_pad, p.misalign)),
-          HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
+          Precision::b_transposed ? HostMatrix(layout(s.n, s.k, p.ldb_pad, p.misalign))
+                                  : HostMatrix(layout(s.k, s.n, p.ldb_pad, p.misalign)),
           HostMatrix(layout(s.m, s.n, p.ldc_pad, p.misalign))};
+}
+
+// The float64 reference of one case: B as k x n, and alpha times the precision's scales.
+gemm::Reference reference(Matrices const& x, float alpha, float beta,
+                          gemm::ErrorModel const& model) {
+  float const scaled_alpha = static_cast<float>(alpha * Precision::scale);  // a power of 2: exact
+  if (Precision::b_transposed) {
+    return gemm::reference_gemm_cpu(scaled_alpha, x.A, gemm::transposed(x.B), beta, x.C0, model);
+  }
+  return gemm::reference_gemm_cpu(scaled_alpha, x.A, x.B, beta, x.C0, model);
 }
 
 Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, std::uint64_t seed) {
@@ -112,7 +136,7 @@ Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, s
   Matrices x = placed_matrices(s, p);
   gemm::fill_random(x.A, random, Precision::element);
   gemm::fill_random(x.B, random, Precision::element);
-  gemm::fill_initial_c(x.C0, c.beta, random, Precision::element);
+  gemm::fill_initial_c(x.C0, c.beta, random, Precision::output_element);
   return x;
 }
 
@@ -120,8 +144,8 @@ Matrices random_matrices(Shape const& s, Placement const& p, Scalars const& c, s
 HostMatrix run_step(Matrices const& x, Shape const& s, Scalars const& c) {
   gemm::DeviceMatrix<In> dA(x.A), dB(x.B);
   gemm::DeviceMatrix<Out> dC(x.C0);
-  kStep(s.m, s.n, s.k, c.alpha, dA.data(), x.A.layout.ld, dB.data(), x.B.layout.ld, c.beta,
-        dC.data(), x.C0.layout.ld, test_stream());
+  step_call(s.m, s.n, s.k, c.alpha, dA.data(), x.A.layout.ld, dB.data(), x.B.layout.ld, c.beta,
+            dC.data(), x.C0.layout.ld, test_stream());
   gemm::check_cuda(cudaStreamSynchronize(test_stream()), "the step");
   HostMatrix C(x.C0.layout);
   dC.download(C);
@@ -135,8 +159,7 @@ void check_case(Shape const& s, Placement const& p = {}, Scalars const& c = {}) 
   INFO(describe(s, p, c, seed));  // printed if anything below fails or throws
   Matrices const x = random_matrices(s, p, c, seed);
   HostMatrix const C = run_step(x, s, c);
-  CheckResult const result = gemm::check_result(
-      C, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, Precision::error));
+  CheckResult const result = gemm::check_result(C, reference(x, c.alpha, c.beta, Precision::error));
   INFO(result.summary());
   CHECK(result.passed());
 }
@@ -159,7 +182,7 @@ void check_exact_case(Shape const& s, int max_abs, Placement const& p = {}, Scal
     gemm::fill_integers(x.C0, random, max_abs);
   }
   HostMatrix const C = run_step(x, s, c);
-  gemm::Reference exact = gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, {});
+  gemm::Reference exact = reference(x, c.alpha, c.beta, {});
   // The bounds hold only the underflow slack (about 1e-37): in effect, exact equality.
   CheckResult const result = gemm::check_result(C, exact);
   INFO(result.summary());
@@ -185,8 +208,8 @@ void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars c
   INFO("elements that differ between two runs: " << differing << " (first at buffer index "
                                                  << first_difference << ")");
   CHECK(differing == 0);
-  CheckResult const result = gemm::check_result(
-      first, gemm::reference_gemm_cpu(c.alpha, x.A, x.B, c.beta, x.C0, Precision::error));
+  CheckResult const result =
+      gemm::check_result(first, reference(x, c.alpha, c.beta, Precision::error));
   INFO(result.summary());
   CHECK(result.passed());
 }
@@ -242,10 +265,13 @@ TEST_CASE("beta == 0 never reads C even when C is full of NaN") {
 
 TEST_CASE("integer inputs give the exact result") {
   // bf16 holds the integers up to 2^8 exactly: entries in [-2, 2] and k <= 48 keep every sum
-  // within 4 k + 2 <= 194. FP32 holds them up to 2^24: entries in [-8, 8] and k <= 1000.
+  // within 4 k + 2 <= 194. FP32 holds them up to 2^24: entries in [-8, 8] and k <= 1000. FP8's
+  // output is bf16 and its scales multiply by 2: entries in [-1, 1] and k <= 100 keep every
+  // result within 2 k + 1 <= 201 (and its tensor-core sums within their 14 bits).
   bool const bf16 = Precision::element == gemm::Element::bf16;
-  int const max_abs = bf16 ? 2 : 8;
-  int const long_k = bf16 ? 48 : 1000;
+  bool const fp8 = Precision::element == gemm::Element::e4m3;
+  int const max_abs = bf16 ? 2 : fp8 ? 1 : 8;
+  int const long_k = bf16 ? 48 : fp8 ? 100 : 1000;
   for (auto const& s : std::vector<Shape>{{1, 1, 1},
                                           {7, 13, 17},
                                           {35, 79, long_k},
@@ -300,7 +326,7 @@ TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and
   Out* c = dC.data();
   cudaStream_t st = test_stream();
   using std::invalid_argument;
-  auto const step = kStep;
+  auto const step = step_call;
   CHECK_THROWS_WITH_AS(step(0, 8, 8, 1, a, 8, b, 8, 0, c, 8, st),
                        doctest::Contains("m must be >= 1"), invalid_argument);
   CHECK_THROWS_WITH_AS(step(8, -1, 8, 1, a, 8, b, 8, 0, c, 8, st),

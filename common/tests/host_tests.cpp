@@ -2,6 +2,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -256,6 +258,27 @@ TEST_CASE("BF16x6: three bf16 parts hold a float exactly, within the constants o
     }
     CHECK(kept <= kBf16x6Error.kept_magnitude * ab);
     CHECK(std::fabs(dropped) <= kBf16x6Error.dropped * ab);
+  }
+}
+
+TEST_CASE("e4m3 rounding: 4 significant bits, ties to even, a fixed step below 2^-6") {
+  CHECK(round_to(Element::e4m3, 1.0f) == 1.0f);
+  CHECK(round_to(Element::e4m3, 1.0625f) == 1.0f);   // a tie: to even (1.000)
+  CHECK(round_to(Element::e4m3, 1.1875f) == 1.25f);  // a tie: to even (1.010)
+  CHECK(round_to(Element::e4m3, 1.07f) == 1.125f);   // above the tie: up
+  CHECK(round_to(Element::e4m3, -3.3f) == -3.25f);
+  CHECK(round_to(Element::e4m3, 448.0f) == 448.0f);        // the largest value
+  CHECK(round_to(Element::e4m3, 0x1p-9f) == 0x1p-9f);      // the smallest subnormal
+  CHECK(round_to(Element::e4m3, 0x1p-10f) == 0.0f);        // a tie with zero: to even
+  CHECK(round_to(Element::e4m3, 0x1.8p-10f) == 0x1p-9f);   // above it: up
+  CHECK(round_to(Element::e4m3, 0x1.3p-7f) == 0x1.4p-7f);  // 4.75 steps of 2^-9: 5 steps
+  CHECK_THROWS_AS(round_to(Element::e4m3, 480.0f), std::invalid_argument);
+  CHECK(std::isnan(round_to(Element::e4m3, bits_to_float(kGuardBits))));
+  // The same values as CUDA's own conversion, everywhere in range.
+  Random random(8);
+  for (int i = 0; i < 100000; ++i) {
+    float const x = std::ldexp(random.nonzero_uniform(), static_cast<int>(random.next() % 20) - 11);
+    CHECK(round_to(Element::e4m3, x) == static_cast<float>(__nv_fp8_e4m3(x)));
   }
 }
 

@@ -110,6 +110,21 @@ class Tables(unittest.TestCase):
         self.assertIn("pass (cuBLAS: FAIL)", self.text)
 
 
+class NoBaseline(unittest.TestCase):
+    """A shape where the baseline offers nothing (cuBLASLt's FP8 at 4097^3): its time, GFLOPS and
+    percentage are NaN and its check is "none"; the tables say n/a instead of failing."""
+
+    def test_nan_baseline_reads_and_prints_as_n_a(self):
+        line = ("29,fp8_wgmma,fp8,4097,4097,4097,1,0,0.2840,486487.1,nan,nan,nan,pass,0.0006,"
+                "0.002,none,NVIDIA H100 80GB HBM3,0")
+        rows = results.read_rows([("x.csv", HEADER + "\n" + line + "\n")])
+        text = results.tables(rows)
+        self.assertIn("| 29 | fp8_wgmma | 486,487 | n/a | n/a |  | pass (no baseline at this shape) |",
+                      text)
+        self.assertIn("### scaled FP8", text)
+        self.assertEqual(results.with_check(float("nan"), "none"), "n/a")
+
+
 class Lessons(unittest.TestCase):
     """The measured tables of the step READMEs (results.py lessons)."""
     CUBE, ODD = (4096, 4096, 4096), (1000, 3000, 2000)
