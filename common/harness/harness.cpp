@@ -446,6 +446,7 @@ template int run_sweep<Fp32>(std::string const&, int, char**,
 template int run_harness<Bf16>(std::string const&, int, char**, StepFunction<Bf16>);
 template int run_harness<Fp32Split>(std::string const&, int, char**, StepFunction<Fp32Split>);
 template int run_harness<Fp8>(std::string const&, int, char**, StepFunction<Fp8>);
+template int run_harness<Fp8Promoted>(std::string const&, int, char**, StepFunction<Fp8Promoted>);
 template int run_sweep<Bf16>(std::string const&, int, char**,
                              std::vector<SweepCandidate<Bf16>> const&, std::vector<Shape> const&);
 

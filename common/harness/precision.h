@@ -149,6 +149,12 @@ struct Fp8 {
   }
 };
 
+// The FP8 contract with promoted partial sums (step 30): the same calls and baseline, the bound
+// of sums promoted every k tile (kFp8PromotedError).
+struct Fp8Promoted : Fp8 {
+  static constexpr ErrorModel error = kFp8PromotedError;
+};
+
 // A step's entry point in a precision: gemm::sgemm for Fp32 and Fp32Split, gemm::bf16_gemm for
 // Bf16, gemm::fp8_gemm for Fp8.
 template <typename Precision>

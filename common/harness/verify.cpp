@@ -133,10 +133,26 @@ void fill_initial_c(HostMatrix& C, float beta, Random& random, Element element) 
   }
 }
 
+namespace {
+
+// gamma(n) = n u / (1 - n u): infinite once n u reaches 1 (the worst case then bounds nothing).
+double gamma_of(double n, double u) {
+  if (n * u >= 1.0) return std::numeric_limits<double>::infinity();
+  return n * u / (1.0 - n * u);
+}
+
+}  // namespace
+
 double error_bound(double magnitude, double value, int k, ErrorModel const& model) {
-  double const terms = model.additions * k + 2.0;
-  if (terms * model.accumulation >= 1.0) return std::numeric_limits<double>::infinity();
-  double const gamma = terms * model.accumulation / (1.0 - terms * model.accumulation);
+  double gamma = 0.0;
+  if (model.promote_every > 0 && k > model.promote_every) {
+    double const chunk = gamma_of(model.additions * model.promote_every, model.accumulation);
+    double const chunks = std::ceil(static_cast<double>(k) / model.promote_every);
+    gamma = chunk + gamma_of(chunks + 2.0, model.promoted_accumulation) * (1.0 + chunk);
+  } else {
+    gamma = gamma_of(model.additions * k + 2.0, model.accumulation);
+  }
+  if (std::isinf(gamma)) return gamma;
   double const accumulated = (gamma * model.kept_magnitude + model.dropped) * magnitude;
   double const rounded = model.output * (std::fabs(value) + accumulated);
   // Products of values in the subnormal range lose relative accuracy; a few times the

@@ -111,12 +111,17 @@ struct Reference {
 // per term, whose magnitudes add up to at most `kept_magnitude` times |a| |b|, while the products
 // of parts left out are at most `dropped` times |a| |b|. The plain formats multiply once and drop
 // nothing.
+//
+// A promoted sum (step 30) adds `promote_every` terms at a time with `accumulation` and then adds
+// these partial sums together with `promoted_accumulation` (FP32, round to nearest: 2^-24).
 struct ErrorModel {
   double accumulation = 0.0;
   double output = 0.0;
   double additions = 1.0;
   double kept_magnitude = 1.0;
   double dropped = 0.0;
+  int promote_every = 0;  // 0: one sum over all k
+  double promoted_accumulation = 0.0;
 };
 // FP32: accumulation and output in FP32, unit roundoff 2^-24.
 inline constexpr ErrorModel kFp32Error{0x1p-24, 0.0};
@@ -143,6 +148,9 @@ inline constexpr ErrorModel kBf16x6Error{0x1p-23, 0.0, 6.0, 1.0 + 0x1p-6 + 0x1p-
 // rounded once to bf16, 2^-8. For 33 k / 32 + 2 >= 2^13 the worst case bounds nothing (gamma is
 // infinite) and error_bound returns infinity: a sum that long has no guarantee without promotion.
 inline constexpr ErrorModel kFp8Error{0x1p-13, 0x1p-8, 33.0 / 32.0};
+// The same with each k tile of 128 promoted (step 30): the tensor cores' truncating additions act
+// on sums of 128 products (132 cuts), whose results are added in FP32 (2^-24).
+inline constexpr ErrorModel kFp8PromotedError{0x1p-13, 0x1p-8, 33.0 / 32.0, 1.0, 0.0, 128, 0x1p-24};
 
 // Rounding-error bound for one element of a GEMM (Higham, "Accuracy and Stability of Numerical
 // Algorithms", 3.1, 2.2). Accumulated with unit roundoff u in any summation order,
@@ -157,6 +165,10 @@ inline constexpr ErrorModel kFp8Error{0x1p-13, 0x1p-8, 33.0 / 32.0};
 // their terms' magnitudes add up to at most kept_magnitude times the bracket, and the products
 // left out add dropped times the bracket:
 //   e = gamma(additions * k + 2) * kept_magnitude * bracket + dropped * bracket.
+// Promoted every P terms (P < k), each partial sum of P terms is off by at most gamma(additions
+// * P) times its own bracket, and adding the ceil(k / P) partial sums and the alpha and beta
+// products (unit roundoff v) adds gamma_v(ceil(k / P) + 2) times their magnitudes:
+//   e = (gamma(additions * P) + gamma_v(ceil(k / P) + 2) * (1 + gamma(additions * P))) * bracket.
 double error_bound(double magnitude, double value, int k, ErrorModel const& model);
 
 // The dense transpose of the rows x cols block of `matrix` (no guard band): the suite's CPU

@@ -1,7 +1,8 @@
 // The shared GPU suite: built once per precision and linked with every step of it (meson links
 // the FP32 build with a step's sgemm, the BF16 build, -DGEMM_SUITE_BF16, with its bf16_gemm, the
 // split-operand build, -DGEMM_SUITE_FP32_SPLIT, with step 28's sgemm and its own error bound, and
-// the FP8 build, -DGEMM_SUITE_FP8, with an fp8_gemm: B given as n x k, the precision's scales)
+// the FP8 builds, -DGEMM_SUITE_FP8 (and -DGEMM_FP8_PROMOTED for the bound of promoted sums), with
+// an fp8_gemm: B given as n x k, the precision's scales)
 // and run as `meson test`. Every case draws fresh random inputs (rounded to the input format),
 // poisons C, surrounds every matrix with guard bands, runs the step and compares each element
 // with a float64 CPU reference and its error bound. Without a GPU it reports "skipped" (exit 77).
@@ -37,6 +38,9 @@ constexpr gemm::StepFunction<Precision> kStep = gemm::bf16_gemm;
 #elif defined(GEMM_SUITE_FP32_SPLIT)
 using Precision = gemm::Fp32Split;
 constexpr gemm::StepFunction<Precision> kStep = gemm::sgemm;
+#elif defined(GEMM_SUITE_FP8) && defined(GEMM_FP8_PROMOTED)
+using Precision = gemm::Fp8Promoted;
+constexpr gemm::StepFunction<Precision> kStep = gemm::fp8_gemm;
 #elif defined(GEMM_SUITE_FP8)
 using Precision = gemm::Fp8;
 constexpr gemm::StepFunction<Precision> kStep = gemm::fp8_gemm;

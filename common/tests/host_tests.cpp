@@ -222,6 +222,23 @@ TEST_CASE("error bound: BF16x6 sums six products per term and adds what it leave
   CHECK(error_bound(3.0, 1.0, 8, kBf16x6Error) == doctest::Approx(expected).epsilon(1e-6));
 }
 
+TEST_CASE("error bound: FP8 sums, one long truncated sum or promoted every 128 terms") {
+  auto const gamma = [](double n, double u) { return n * u / (1.0 - n * u); };
+  // Unpromoted: 33 cuts per 32 terms at 2^-13, finite only while n u < 1.
+  double const n256 = 33.0 / 32.0 * 256 + 2.0;
+  // The bf16 output adds 2^-8 of the accumulated error (the exact value is 0 here).
+  double const plain = gamma(n256, 0x1p-13) * 3.0 * (1.0 + 0x1p-8);
+  CHECK(error_bound(3.0, 0.0, 256, kFp8Error) == doctest::Approx(plain).epsilon(1e-6));
+  CHECK(std::isinf(error_bound(3.0, 0.0, 8000, kFp8Error)));
+  // Promoted: 132 cuts per k tile of 128, then ceil(k / 128) + 2 FP32 additions.
+  double const chunk = gamma(132.0, 0x1p-13);
+  double const promoted =
+      (chunk + gamma(512.0 + 2.0, 0x1p-24) * (1.0 + chunk)) * 3.0 * (1.0 + 0x1p-8);
+  CHECK(error_bound(3.0, 0.0, 65536, kFp8PromotedError) == doctest::Approx(promoted).epsilon(1e-6));
+  // Below one k tile the two are the same sum.
+  CHECK(error_bound(3.0, 0.0, 100, kFp8PromotedError) == error_bound(3.0, 0.0, 100, kFp8Error));
+}
+
 TEST_CASE("BF16x6: three bf16 parts hold a float exactly, within the constants of the bound") {
   // The split of step 28, on the host: each part rounds what is left to bf16.
   auto const split = [](float x, double(&part)[3]) {

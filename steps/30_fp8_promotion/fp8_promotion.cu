@@ -1,0 +1,309 @@
+// Step 30: promotion. Step 29 leaves the whole sum over K to the tensor cores, whose FP8 additions
+// keep 14 significant bits and cut the rest: cuBLASLt's fast accumulation, with no worst-case
+// guarantee past k of about 8,000. Here each consumer sums one k tile (128 deep, 4 wgmma) into
+// fresh accumulators (`chunk`), waits for them, and adds them to a second set (`total`) with FP32
+// additions, which keep 24 bits and round to nearest: the truncation now acts on sums of 128
+// products, not of k. This is what cuBLASLt does without fast accumulation.
+//
+// The price is registers: `total` beside `chunk`. At step 29's 128 x 256 tile that is 2 x 128
+// accumulators per thread, more than the consumers' 232 registers hold with everything else, so
+// the tile narrows to 128 x 192 (96 + 96). Everything else is step 29's.
+//
+// Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+
+#include "cluster.cuh"
+#include "cuda_check.h"
+#include "device_helpers.cuh"
+#include "gemm.h"
+#include "launch.h"
+#include "mbarrier.cuh"
+#include "pipeline_phases.cuh"
+#include "tensor_map.h"
+#include "tma.cuh"
+#include "tma_store.cuh"
+#include "warp_specialization.cuh"
+#include "wgmma.cuh"
+#include "workspace.h"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using fp8 = __nv_fp8_e4m3;
+using namespace gemm::hopper;
+
+// --- the tile -----------------------------------------------------------------------------------
+
+constexpr int kBM = 128;
+constexpr int kBN = 192;         // 96 + 96 accumulators per consumer thread: chunk and total
+constexpr int kBK = 128;         // one-byte elements: a 128-byte swizzled row
+constexpr int kWgmmaK = 32;      // FP8 wgmma multiplies 32 deep (32 bytes, as bf16's 16)
+constexpr int kConsumers = 2;    // each owns 64 rows of the 128
+constexpr int kClusterSize = 2;  // stacked: the pair shares B, each block loads half its rows
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kGroupM = 4;
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+constexpr int kMaxSharedBytes = 227 * 1024;
+constexpr int kBHalfRows = kBN / kClusterSize;  // rows of B per block of the pair
+
+struct Stage {
+  alignas(1024) std::uint8_t a[kBM * kBK];  // 16 KB: 128 rows of A, 128 bytes each
+  alignas(1024) std::uint8_t b[kBN * kBK];  // kBN rows of B (columns of the product)
+};
+constexpr int kStages = 4;
+// Step 24's epilogue: two 64 x 64 staging buffers of C per consumer for the TMA stores.
+struct SharedStorage {
+  Stage stages[kStages];
+  alignas(1024) bf16 staging[kConsumers][2][64 * 64];
+  std::uint64_t full[kStages];
+  std::uint64_t empty[kStages];
+};
+constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+static_assert(kSharedBytes <= kMaxSharedBytes, "the stages must fit shared memory");
+static_assert(kBHalfRows % 8 == 0, "each multicast half starts on a whole 1024-byte swizzle atom");
+static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
+              "the register budgets must fit what the block is given at launch");
+
+// One FP8 wgmma, as in step 29: D (64 x 192, FP32) += A (64 x 32, E4M3) * B (32 x 192, E4M3).
+__device__ __forceinline__ void wgmma_m64n192k32_e4m3(float (&d)[96], std::uint64_t a_descriptor,
+                                                      std::uint64_t b_descriptor) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
+      "{" GEMM_WGMMA_REGS_96 "}, %96, %97, 1, 1, 1;\n"
+      : GEMM_WGMMA_D_96
+      : "l"(a_descriptor), "l"(b_descriptor));
+}
+
+// Both operands K-major with the 128-byte swizzle: the next 32 k are 32 bytes further along the
+// rows, a consumer's 64 rows of A 64 x 128 bytes further down; rows come in 8-row atoms of 1024
+// bytes (the stride), and the leading offset is unused.
+__device__ __forceinline__ std::uint64_t a_descriptor(std::uint32_t a_tile, int consumer, int kk) {
+  return swizzle128_descriptor(a_tile + consumer * 64 * kBK + kk * kWgmmaK, 16, 1024);
+}
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int kk) {
+  return swizzle128_descriptor(b_tile + kk * kWgmmaK, 16, 1024);
+}
+
+// --- the phases ---------------------------------------------------------------------------------
+
+// The producer's loads of one output tile: A's 128 x 128-byte box, and this block's half of B's
+// 256 rows, multicast to both blocks of the pair.
+__device__ __forceinline__ void produce_tile(StageRing<SharedStorage> const& ring,
+                                             CUtensorMap const* a_map, CUtensorMap const* b_map,
+                                             int a_row, int b_row, int k_tiles, unsigned rank,
+                                             PipelineState<kStages>& write) {
+  for (int k_tile = 0; k_tile < k_tiles; ++k_tile, write.advance()) {
+    mbarrier_wait(ring.empty(write.stage), write.phase ^ 1);
+    mbarrier_arrive_expect_bytes(ring.full(write.stage), sizeof(Stage));
+    tma_load_2d(ring.a_tile(write.stage), a_map, k_tile * kBK, a_row, ring.full(write.stage));
+    tma_load_2d_multicast(ring.b_tile(write.stage) + rank * kBHalfRows * kBK, b_map, k_tile * kBK,
+                          b_row + static_cast<int>(rank) * kBHalfRows, ring.full(write.stage),
+                          (1u << kClusterSize) - 1);
+  }
+}
+
+// A consumer's 64 x kBN block of one output tile, summed over all k tiles into `total`. Each k
+// tile's 4 wgmma go into `chunk`; the consumer waits for them, hands the stage back to both
+// blocks of the pair, then promotes: adds `chunk` to `total` in FP32 (round to nearest) and sets
+// `chunk` to zero. While it does, the other consumer's wgmma keep the tensor cores busy.
+__device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
+                                             int k_tiles, PipelineState<kStages>& read,
+                                             float (&total)[kBN / 2]) {
+  float chunk[kBN / 2];
+#pragma unroll
+  for (int i = 0; i < kBN / 2; ++i) {
+    total[i] = 0.0f;
+    chunk[i] = 0.0f;
+  }
+  for (int k_tile = 0; k_tile < k_tiles; ++k_tile, read.advance()) {
+    mbarrier_wait(ring.full(read.stage), read.phase);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+      wgmma_m64n192k32_e4m3(chunk, a_descriptor(ring.a_tile(read.stage), consumer, kk),
+                            b_descriptor(ring.b_tile(read.stage), kk));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    if (threadIdx.x % 32 == 0) {  // one arrival per warp, on the barrier of every block
+      for (unsigned rank = 0; rank < kClusterSize; ++rank)
+        mbarrier_arrive_cluster(ring.empty(read.stage), rank);
+    }
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) {
+      total[i] += chunk[i];
+      chunk[i] = 0.0f;
+    }
+  }
+}
+
+// --- the kernel ---------------------------------------------------------------------------------
+
+// How C is written, as in step 24: TMA stores where C is a legal TMA operand (16-byte-aligned rows
+// and n a multiple of 8), else direct stores, in pairs where C's rows are 4-byte aligned.
+enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
+
+template <Epilogue kEpilogue>
+__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
+    fp8_promotion_kernel(const __grid_constant__ CUtensorMap a_map,
+                         const __grid_constant__ CUtensorMap b_map,
+                         const __grid_constant__ CUtensorMap c_map, int m, int n, int k,
+                         float alpha, float const* __restrict__ a_scale,
+                         float const* __restrict__ b_scale, float beta, bf16* __restrict__ C,
+                         int ldc) {
+  extern __shared__ unsigned char shared_bytes[];
+  auto& shared = shared_storage<SharedStorage>(shared_bytes);
+  StageRing<SharedStorage> const ring{shared};
+  unsigned const rank = cluster_block_rank();
+  int const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
+  int const tiles_n = gemm::ceil_div(n, kBN);
+  int const cluster = blockIdx.x / kClusterSize;
+  int const clusters = gridDim.x / kClusterSize;
+  int const k_tiles = gemm::ceil_div(k, kBK);
+  int const warpgroup = threadIdx.x / 128;
+  auto tile_of = [&](int tile, int& tile_m, int& tile_n) {
+    int pair_m = 0;
+    gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+  };
+
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) {
+      mbarrier_init(ring.full(stage), 1);
+      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
+    }
+    fence_barrier_init();
+  }
+  cluster_sync();
+
+  if (warpgroup == 0) {
+    release_registers<kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      PipelineState<kStages> write;
+      for (int tile = cluster; tile < pair_rows * tiles_n; tile += clusters) {
+        int tile_m = 0;
+        int tile_n = 0;
+        tile_of(tile, tile_m, tile_n);
+        produce_tile(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN, k_tiles, rank, write);
+      }
+    }
+  } else {
+    claim_registers<kConsumerRegisters>();
+    int const consumer = warpgroup - 1;
+    // The scales are read once: the product's scale joins alpha.
+    float const scaled_alpha = alpha * (*a_scale * *b_scale);
+    PipelineState<kStages> read;
+    int pieces = 0;  // pieces of C this consumer has staged so far: picks the staging buffer
+    for (int tile = cluster; tile < pair_rows * tiles_n; tile += clusters) {
+      int tile_m = 0;
+      int tile_n = 0;
+      tile_of(tile, tile_m, tile_n);
+      float total[kBN / 2];
+      consume_tile(ring, consumer, k_tiles, read, total);
+      int const first_row = tile_m * kBM + consumer * 64;
+      if constexpr (kEpilogue == Epilogue::kTmaStore) {
+        store_tile<kBN>(&c_map, shared.staging[consumer], pieces, 1 + consumer, C, ldc, m, n,
+                        scaled_alpha, beta, first_row, tile_n * kBN, total);
+      } else {
+        store_accumulators<kBN, kEpilogue == Epilogue::kPairStores>(
+            C, ldc, m, n, scaled_alpha, beta, first_row, tile_n * kBN, total);
+      }
+    }
+    // The last stores must have landed before the kernel ends.
+    if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
+  }
+  cluster_sync();
+}
+
+// --- the host -----------------------------------------------------------------------------------
+
+// Copies rows x cols bytes of `source` (any ld, any alignment) into rows of `destination` whose
+// pitch is a multiple of 128 bytes: for an operand TMA cannot describe (a base or a row pitch not
+// 16-byte aligned). Byte by byte: this path is the exception.
+__global__ void copy_rows_kernel(std::uint8_t const* __restrict__ source, long long source_ld,
+                                 std::uint8_t* __restrict__ destination, long long destination_ld,
+                                 int rows, int cols) {
+  std::size_t const count = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::size_t const row = i / cols;
+    std::size_t const col = i % cols;
+    destination[row * destination_ld + col] = source[row * source_ld + col];
+  }
+}
+
+// An operand as TMA can read it: the caller's rows when they are 16-byte aligned, else a copy.
+class TmaOperand {
+ public:
+  TmaOperand(fp8 const* data, int rows, int cols, int ld, cudaStream_t stream)
+      : data_(reinterpret_cast<std::uint8_t const*>(data)), ld_(ld) {
+    if (gemm::rows_are_16_byte_aligned(data_, ld)) return;
+    ld_ = (static_cast<long long>(cols) + 127) / 128 * 128;
+    copy_ = std::make_unique<gemm::StreamWorkspace>(static_cast<std::size_t>(rows) * ld_, stream);
+    copy_rows_kernel<<<1024, 256, 0, stream>>>(data_, ld, copy_->get<std::uint8_t>(), ld_, rows,
+                                               cols);
+    data_ = copy_->get<std::uint8_t>();
+  }
+  std::uint8_t const* data() const { return data_; }
+  long long ld() const { return ld_; }
+
+ private:
+  std::uint8_t const* data_;
+  long long ld_;
+  std::unique_ptr<gemm::StreamWorkspace> copy_;
+};
+
+template <Epilogue kEpilogue>
+void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
+            int n, int k, float alpha, float const* a_scale, float const* b_scale, float beta,
+            bf16* C, int ldc, cudaStream_t stream) {
+  constexpr auto kernel = fp8_promotion_kernel<kEpilogue>;
+  gemm::opt_in_shared_memory<kernel>(kSharedBytes);
+  check_register_budgets<kernel>(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers);
+  static int const resident = resident_clusters(kernel, kClusterSize, kThreads, kSharedBytes);
+  long long const cluster_tiles =
+      static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
+      gemm::ceil_div(n, kBN);
+  long long const clusters = std::min<long long>(cluster_tiles, resident);
+  kernel<<<static_cast<unsigned>(clusters * kClusterSize), kThreads, kSharedBytes, stream>>>(
+      a_map, b_map, c_map, m, n, k, alpha, a_scale, b_scale, beta, C, ldc);
+}
+
+}  // namespace
+
+void gemm::fp8_gemm(int m, int n, int k, float alpha, fp8 const* A, int lda, fp8 const* B, int ldb,
+                    float const* a_scale, float const* b_scale, float beta, bf16* C, int ldc,
+                    cudaStream_t stream) {
+  check_fp8_gemm_arguments("fp8_gemm", m, n, k, A, lda, B, ldb, a_scale, b_scale, C, ldc);
+  if (static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, kBN) > 0x3fffffffLL) {
+    throw std::invalid_argument("fp8_gemm: too many tiles");
+  }
+  TmaOperand const a(A, m, k, lda, stream);
+  TmaOperand const b(B, n, k, ldb, stream);
+  check_launch("fp8_gemm");
+  CUtensorMap const a_map = make_fp8_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
+  CUtensorMap const b_map = make_fp8_tensor_map(b.data(), n, k, b.ld(), kBHalfRows, kBK);
+  Epilogue epilogue = Epilogue::kSingleStores;
+  CUtensorMap c_map{};  // unused by the direct stores
+  if (rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
+    epilogue = Epilogue::kTmaStore;
+    c_map = make_bf16_tensor_map(C, m, n, ldc, 64, 64);
+  } else if (rows_are_aligned<4>(C, ldc)) {
+    epilogue = Epilogue::kPairStores;
+  }
+  dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
+      epilogue, [&](auto kEpilogue) {
+        launch<kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, a_scale, b_scale, beta, C, ldc,
+                            stream);
+      });
+  check_launch("fp8_gemm");
+}
