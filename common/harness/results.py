@@ -348,7 +348,7 @@ def plot(rows, out_path):
         return 3
     steps = sorted({(r["step"], r["name"]) for r in rows})
     fig, ax = plt.subplots(figsize=(12, 6))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = plt.get_cmap("tab20").colors  # 20 distinct colours: one per series of every precision
     series = list(dict.fromkeys((r["precision"], shape_of(r)) for r in rows))
     for i, (precision, shape) in enumerate(series):
         color = colors[i % len(colors)]
@@ -366,8 +366,9 @@ def plot(rows, out_path):
             else:
                 segments.append([x])
         for number, segment in enumerate(segments):
-            label = (f"{precision} {shape}  (cuBLAS {cublas / 1000:.1f} TFLOP/s, dashed)"
-                     if number == 0 else None)
+            baseline = ("no baseline" if math.isnan(cublas)
+                        else f"cuBLAS {cublas / 1000:.1f} TFLOP/s, dashed")
+            label = f"{precision} {shape}  ({baseline})" if number == 0 else None
             ax.plot(segment, [by_step[steps[j]]["gflops"] for j in segment], marker="o",
                     color=color, label=label)
         if not math.isnan(cublas):
@@ -377,9 +378,9 @@ def plot(rows, out_path):
     ax.set_xticklabels([f"{s} {n}" for s, n in steps], rotation=30, ha="right")
     ax.set_ylabel("GFLOPS (log scale)")
     ax.grid(True, which="both", axis="y", alpha=0.3)
-    # Upper left: above the first FP32 steps and below the tensor-core yardsticks, where no
-    # step's point lands.
-    ax.legend(title="precision, problem (MxNxK)", loc="upper left", fontsize="small")
+    # Lower right: below the tensor-core steps, where no step's point lands; in two columns, so
+    # that the three precisions' series fit.
+    ax.legend(title="precision, problem (MxNxK)", loc="lower right", fontsize="x-small", ncol=2)
     ax.set_title(f"GEMM, step by step: {rows[0].get('gpu', '')}")
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
