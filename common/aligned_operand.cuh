@@ -1,6 +1,6 @@
 // Taught in step 22 (steps/22_aligned_copy/). Every Hopper step copies an operand TMA cannot
 // describe at all (must_copy); step 22 adds the copy of an A that TMA can describe but reads
-// slowly (should_copy_a).
+// slowly (should_copy_a). At the end, the same copy for FP8 operands, as bytes.
 //
 // TMA needs 16-byte-aligned rows (a 16-byte-aligned base and a row pitch that is a multiple of 16
 // bytes): a bf16 matrix with an odd leading dimension has neither, so it is first copied, in the
@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 
@@ -114,5 +116,47 @@ inline bool should_copy_a(__nv_bfloat16 const* A, int lda, int n) {
   bool const pitch_128 = static_cast<long long>(lda) * 2 % 128 == 0;
   return must_copy(A, lda) || (!pitch_128 && n >= 4096);
 }
+
+// --- FP8 operands (steps 29 on) -----------------------------------------------------------------
+
+// Copies rows x cols bytes of `source` (any ld, any alignment) into rows of `destination` whose
+// pitch is a multiple of 128 bytes, byte by byte: the path of an FP8 operand TMA cannot describe,
+// an exception (a base or a leading dimension that is not a multiple of 16 bytes).
+// static: a kernel defined in a header that several translation units may include.
+static __global__ void copy_bytes_to_aligned_kernel(std::uint8_t const* __restrict__ source,
+                                                    long long source_ld,
+                                                    std::uint8_t* __restrict__ destination,
+                                                    long long destination_ld, int rows, int cols) {
+  std::size_t const count = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::size_t const row = i / cols;
+    std::size_t const col = i % cols;
+    destination[row * destination_ld + col] = source[row * source_ld + col];
+  }
+}
+
+// An FP8 operand as TMA can read it, as bytes: the caller's rows where they are 16-byte aligned,
+// else a copy in a stream-ordered workspace (released, stream-ordered, with the operand).
+class AlignedFp8Operand {
+ public:
+  AlignedFp8Operand(__nv_fp8_e4m3 const* data, int rows, int cols, int ld, cudaStream_t stream)
+      : data_(reinterpret_cast<std::uint8_t const*>(data)), ld_(ld) {
+    if (rows_are_16_byte_aligned(data_, ld)) return;
+    ld_ = (static_cast<long long>(cols) + 127) / 128 * 128;  // a 128-byte pitch
+    copy_ = std::make_unique<StreamWorkspace>(static_cast<std::size_t>(rows) * ld_, stream);
+    copy_bytes_to_aligned_kernel<<<1024, 256, 0, stream>>>(data_, ld, copy_->get<std::uint8_t>(),
+                                                           ld_, rows, cols);
+    check_cuda(cudaGetLastError(), "fp8_gemm: operand copy");
+    data_ = copy_->get<std::uint8_t>();
+  }
+  std::uint8_t const* data() const { return data_; }
+  long long ld() const { return ld_; }
+
+ private:
+  std::uint8_t const* data_;
+  long long ld_;
+  std::unique_ptr<StreamWorkspace> copy_;
+};
 
 }  // namespace gemm

@@ -20,9 +20,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <stdexcept>
 
+#include "aligned_operand.cuh"
 #include "cluster.cuh"
 #include "cuda_check.h"
 #include "device_helpers.cuh"
@@ -205,42 +205,6 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads,
 
 // --- the host -----------------------------------------------------------------------------------
 
-// Copies rows x cols bytes of `source` (any ld, any alignment) into rows of `destination` whose
-// pitch is a multiple of 128 bytes: for an operand TMA cannot describe (a base or a row pitch not
-// 16-byte aligned). Byte by byte: this path is the exception.
-__global__ void copy_rows_kernel(std::uint8_t const* __restrict__ source, long long source_ld,
-                                 std::uint8_t* __restrict__ destination, long long destination_ld,
-                                 int rows, int cols) {
-  std::size_t const count = static_cast<std::size_t>(rows) * cols;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    std::size_t const row = i / cols;
-    std::size_t const col = i % cols;
-    destination[row * destination_ld + col] = source[row * source_ld + col];
-  }
-}
-
-// An operand as TMA can read it: the caller's rows when they are 16-byte aligned, else a copy.
-class TmaOperand {
- public:
-  TmaOperand(fp8 const* data, int rows, int cols, int ld, cudaStream_t stream)
-      : data_(reinterpret_cast<std::uint8_t const*>(data)), ld_(ld) {
-    if (gemm::rows_are_16_byte_aligned(data_, ld)) return;
-    ld_ = (static_cast<long long>(cols) + 127) / 128 * 128;
-    copy_ = std::make_unique<gemm::StreamWorkspace>(static_cast<std::size_t>(rows) * ld_, stream);
-    copy_rows_kernel<<<1024, 256, 0, stream>>>(data_, ld, copy_->get<std::uint8_t>(), ld_, rows,
-                                               cols);
-    data_ = copy_->get<std::uint8_t>();
-  }
-  std::uint8_t const* data() const { return data_; }
-  long long ld() const { return ld_; }
-
- private:
-  std::uint8_t const* data_;
-  long long ld_;
-  std::unique_ptr<gemm::StreamWorkspace> copy_;
-};
-
 template <Epilogue kEpilogue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float const* a_scale, float const* b_scale, float beta,
@@ -266,8 +230,8 @@ void gemm::fp8_gemm(int m, int n, int k, float alpha, fp8 const* A, int lda, fp8
   if (static_cast<long long>(ceil_div(m, kBM)) * ceil_div(n, kBN) > 0x3fffffffLL) {
     throw std::invalid_argument("fp8_gemm: too many tiles");
   }
-  TmaOperand const a(A, m, k, lda, stream);
-  TmaOperand const b(B, n, k, ldb, stream);
+  AlignedFp8Operand const a(A, m, k, lda, stream);
+  AlignedFp8Operand const b(B, n, k, ldb, stream);
   check_launch("fp8_gemm");
   CUtensorMap const a_map = make_fp8_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_fp8_tensor_map(b.data(), n, k, b.ld(), kBHalfRows, kBK);
