@@ -60,11 +60,10 @@ std::size_t reference_gemm_gpu_bytes(int m, int n, int k) {
 }
 
 template <typename In, typename Out>
-Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
-                             MatrixLayout const& a_layout, In const* B,
-                             MatrixLayout const& b_layout, float beta, Out const* C0,
-                             MatrixLayout const& c_layout, ErrorModel const& model,
-                             bool b_transposed) {
+ReferenceSums reference_sums_gpu(cublasHandle_t handle, double alpha, In const* A,
+                                 MatrixLayout const& a_layout, In const* B,
+                                 MatrixLayout const& b_layout, float beta, Out const* C0,
+                                 MatrixLayout const& c_layout, bool b_transposed) {
   int const m = a_layout.rows;
   int const k = a_layout.cols;
   int const n = b_transposed ? b_layout.rows : b_layout.cols;
@@ -97,9 +96,29 @@ Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
     check_cuda(cudaMemcpy(out.data(), c64.get(), mn * sizeof(double), cudaMemcpyDeviceToHost),
                "cudaMemcpy (reference)");
   }
-  return reference_from_magnitude(m, n, k, std::move(value), magnitude, model);
+  return {std::move(value), std::move(magnitude)};
 }
 
+template <typename In, typename Out>
+Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
+                             MatrixLayout const& a_layout, In const* B,
+                             MatrixLayout const& b_layout, float beta, Out const* C0,
+                             MatrixLayout const& c_layout, ErrorModel const& model,
+                             bool b_transposed) {
+  ReferenceSums sums =
+      reference_sums_gpu(handle, alpha, A, a_layout, B, b_layout, beta, C0, c_layout, b_transposed);
+  int const n = b_transposed ? b_layout.rows : b_layout.cols;
+  return reference_from_magnitude(a_layout.rows, n, a_layout.cols, std::move(sums.value),
+                                  sums.magnitude, model);
+}
+
+template ReferenceSums reference_sums_gpu(cublasHandle_t, double, float const*, MatrixLayout const&,
+                                          float const*, MatrixLayout const&, float, float const*,
+                                          MatrixLayout const&, bool);
+template ReferenceSums reference_sums_gpu(cublasHandle_t, double, __nv_fp8_e4m3 const*,
+                                          MatrixLayout const&, __nv_fp8_e4m3 const*,
+                                          MatrixLayout const&, float, __nv_bfloat16 const*,
+                                          MatrixLayout const&, bool);
 template Reference reference_gemm_gpu(cublasHandle_t, double, float const*, MatrixLayout const&,
                                       float const*, MatrixLayout const&, float, float const*,
                                       MatrixLayout const&, ErrorModel const&, bool);

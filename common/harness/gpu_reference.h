@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "verify.h"
 
@@ -21,6 +22,19 @@ Reference reference_gemm_gpu(cublasHandle_t handle, double alpha, In const* A,
                              MatrixLayout const& b_layout, float beta, Out const* C0,
                              MatrixLayout const& c_layout, ErrorModel const& model,
                              bool b_transposed = false);
+
+// The two float64 sums behind a Reference, row-major m x n: value = alpha A B + beta C0, and
+// magnitude = |alpha| sum_p |a_ip| |b_pj| + |beta| |c0|. For programs that measure errors
+// themselves (the accuracy demos); instantiated for float in and out, and for FP8 in, bf16 out.
+struct ReferenceSums {
+  std::vector<double> value;
+  std::vector<double> magnitude;
+};
+template <typename In, typename Out>
+ReferenceSums reference_sums_gpu(cublasHandle_t handle, double alpha, In const* A,
+                                 MatrixLayout const& a_layout, In const* B,
+                                 MatrixLayout const& b_layout, float beta, Out const* C0,
+                                 MatrixLayout const& c_layout, bool b_transposed = false);
 
 // Device bytes reference_gemm_gpu allocates for an m x n x k problem.
 std::size_t reference_gemm_gpu_bytes(int m, int n, int k);

@@ -46,6 +46,7 @@
 #include "device_buffer.h"
 #include "gemm.h"
 #include "gpu_info.h"
+#include "gpu_reference.h"
 #include "timer.h"
 
 namespace {
@@ -89,14 +90,6 @@ __global__ void fill_kernel(float* data, std::size_t count, std::uint64_t seed, 
       data[i] =
           __uint_as_float(sign << 31 | static_cast<unsigned>(exponent + 127) << 23 | mantissa);
     }
-  }
-}
-
-__global__ void widen_kernel(float const* in, std::size_t count, double* value, double* magnitude) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
-       i += std::size_t{gridDim.x} * blockDim.x) {
-    value[i] = in[i];
-    magnitude[i] = fabs(static_cast<double>(in[i]));
   }
 }
 
@@ -198,29 +191,18 @@ struct Bf16x9Findings {
   int identical_to_sgemm = 0;
 };
 
-// The value and the magnitude sum_p |a_ip| |b_pj| in float64: every product of two floats is
-// exact in double, and the sums' rounding (about K * 2^-53) is far below the errors measured.
-struct Reference {
-  std::vector<double> value;
-  std::vector<double> magnitude;
-};
+// The value and the magnitude sum_p |a_ip| |b_pj| in float64 (the harness's reference, dense
+// matrices): every product of two floats is exact in double, and the sums' rounding (about
+// K * 2^-53) is far below the errors measured.
+using Reference = gemm::ReferenceSums;
 
 Reference reference_product(Gpu& gpu, int m, int n, int k, DeviceBuffer<float> const& A,
                             DeviceBuffer<float> const& B) {
-  DeviceBuffer<double> a(A.size()), a_abs(A.size()), b(B.size()), b_abs(B.size());
-  widen_kernel<<<1024, 256, 0, gpu.stream()>>>(A.get(), A.size(), a.get(), a_abs.get());
-  widen_kernel<<<1024, 256, 0, gpu.stream()>>>(B.get(), B.size(), b.get(), b_abs.get());
-  check_cuda(cudaGetLastError(), "widen_kernel");
-  DeviceBuffer<double> value(std::size_t(m) * n), magnitude(std::size_t(m) * n);
-  double const one = 1.0;
-  double const zero = 0.0;
-  check_cublas(cublasDgemm(gpu.handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b.get(), n,
-                           a.get(), k, &zero, value.get(), n),
-               "cublasDgemm (value)");
-  check_cublas(cublasDgemm(gpu.handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b_abs.get(), n,
-                           a_abs.get(), k, &zero, magnitude.get(), n),
-               "cublasDgemm (magnitude)");
-  return {download(gpu, value), download(gpu, magnitude)};
+  gemm::MatrixLayout const a{m, k, k, 0, 0};
+  gemm::MatrixLayout const b{k, n, n, 0, 0};
+  gemm::MatrixLayout const c{m, n, n, 0, 0};
+  return gemm::reference_sums_gpu(gpu.handle(), 1.0, A.get(), a, B.get(), b, 0.0f,
+                                  static_cast<float const*>(nullptr), c);
 }
 
 // A NaN error (a method that left C unwritten, or overflowed) counts as infinite, so the largest
