@@ -96,7 +96,7 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t b_tile, int 
 // --- the phases ---------------------------------------------------------------------------------
 
 // The producer's loads of one output tile: A's 128 x 128-byte box, and this block's half of B's
-// 256 rows, multicast to both blocks of the pair.
+// kBN rows, multicast to both blocks of the pair.
 __device__ __forceinline__ void produce_tile(StageRing<SharedStorage> const& ring,
                                              CUtensorMap const* a_map, CUtensorMap const* b_map,
                                              int a_row, int b_row, int k_tiles, unsigned rank,
