@@ -68,9 +68,10 @@ static_assert(kBHalfRows % 8 == 0, "each multicast half starts on a whole 1024-b
 static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
               "the register budgets must fit what the block is given at launch");
 
-// One FP8 wgmma: D (64 x 128, FP32) = A (64 x 32, E4M3) * B (32 x 128, E4M3) + (accumulate ? D : 0).
-// The first wgmma of a k tile passes accumulate = 0 (wgmma's scale-d operand), so a chunk never
-// has to be cleared: clearing it with moves would make ptxas wait for the other chunk's wgmma too.
+// One FP8 wgmma: D (64 x 128, FP32) = A (64 x 32) * B (32 x 128), both E4M3, plus D if
+// `accumulate` is not 0. The first wgmma of a k tile passes accumulate = 0 (wgmma's scale-d
+// operand), so a chunk never has to be cleared: clearing it with moves would make ptxas wait for
+// the other chunk's wgmma too.
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], std::uint64_t a_descriptor,
                                                       std::uint64_t b_descriptor, int accumulate) {
   asm volatile(
@@ -78,7 +79,8 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], std::uint6
       ".reg .pred accumulate;\n"
       "setp.ne.b32 accumulate, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-      "{" GEMM_WGMMA_REGS_64 "}, %64, %65, accumulate, 1, 1;\n"
+      "{" GEMM_WGMMA_REGS_64
+      "}, %64, %65, accumulate, 1, 1;\n"
       "}\n"
       : GEMM_WGMMA_D_64
       : "l"(a_descriptor), "l"(b_descriptor), "r"(accumulate));
@@ -139,7 +141,8 @@ __device__ __forceinline__ void release_stage(StageRing<SharedStorage> const& ri
 // Promotion: FP32 additions, rounded to nearest.
 __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&chunk)[kBN / 2]) {
 #pragma unroll
-  for (int i = 0; i < kBN / 2; ++i) total[i] += chunk[i];
+  for (int i = 0; i < kBN / 2; ++i)
+    total[i] += chunk[i];
 }
 
 // A consumer's 64 x kBN block of one output tile, summed over all k tiles into `total`. Chunks
@@ -196,11 +199,11 @@ enum class Epilogue { kTmaStore, kPairStores, kSingleStores };
 template <Epilogue kEpilogue>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(kThreads, 1)
     overlapped_promotion_kernel(const __grid_constant__ CUtensorMap a_map,
-                         const __grid_constant__ CUtensorMap b_map,
-                         const __grid_constant__ CUtensorMap c_map, int m, int n, int k,
-                         float alpha, float const* __restrict__ a_scale,
-                         float const* __restrict__ b_scale, float beta, bf16* __restrict__ C,
-                         int ldc) {
+                                const __grid_constant__ CUtensorMap b_map,
+                                const __grid_constant__ CUtensorMap c_map, int m, int n, int k,
+                                float alpha, float const* __restrict__ a_scale,
+                                float const* __restrict__ b_scale, float beta, bf16* __restrict__ C,
+                                int ldc) {
   extern __shared__ unsigned char shared_bytes[];
   auto& shared = shared_storage<SharedStorage>(shared_bytes);
   StageRing<SharedStorage> const ring{shared};
