@@ -49,6 +49,7 @@ constexpr int kConsumerRegisters = 232;
 constexpr int kMaxSharedBytes = 227 * 1024;
 constexpr int kBHalfRows = kBN / kClusterSize;  // rows of B per block of the pair
 constexpr int kChunkTiles = 4;  // k tiles per pass of the k loop: no wgmma in flight between passes
+static_assert(kChunkTiles == 4, "consume_tile writes out its pass for exactly four k tiles");
 
 struct Stage {
   alignas(1024) std::uint8_t a[kBM * kBK];  // 16 KB: 128 rows of A, 128 bytes each
