@@ -151,7 +151,7 @@ __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&c
 // consumer adds the other, whose group `wgmma_wait<1>` has just seen finish (groups finish in
 // order). Each pass covers kChunkTiles k tiles and ends with `wgmma_wait<0>`, so ptxas sees the
 // whole pattern in straight-line code; a loop that carried a group in flight from one pass to the
-// next would make it serialize the wgmma (warning C7514). Leftover k tiles go one at a time.
+// next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles go one at a time.
 __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
                                              int k_tiles, PipelineState<kStages>& read,
                                              float (&total)[kBN / 2]) {
