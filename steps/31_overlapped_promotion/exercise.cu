@@ -49,7 +49,6 @@ constexpr int kConsumerRegisters = 232;
 constexpr int kMaxSharedBytes = 227 * 1024;
 constexpr int kBHalfRows = kBN / kClusterSize;  // rows of B per block of the pair
 constexpr int kChunkTiles = 4;  // k tiles per pass of the k loop: no wgmma in flight between passes
-static_assert(kChunkTiles == 4, "consume_tile writes out its pass for exactly four k tiles");
 
 struct Stage {
   alignas(1024) std::uint8_t a[kBM * kBK];  // 16 KB: 128 rows of A, 128 bytes each
@@ -149,9 +148,10 @@ __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&c
 // A consumer's 64 x kBN block of one output tile, summed over all k tiles into `total`. Chunks
 // `even` and `odd` take turns: while the tensor cores run one k tile into one of them, the
 // consumer adds the other, whose group `wgmma_wait<1>` has just seen finish (groups finish in
-// order). Each pass covers kChunkTiles k tiles and ends with `wgmma_wait<0>`, so ptxas sees the
-// whole pattern in straight-line code; a loop that carried a group in flight from one pass to the
-// next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles go one at a time.
+// order). Each pass covers kChunkTiles k tiles, fully unrolled, and ends with `wgmma_wait<0>`, so
+// ptxas sees the whole pattern in straight-line code; a loop that carried a group in flight from
+// one pass to the next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles
+// go one at a time.
 __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
                                              int k_tiles, PipelineState<kStages>& read,
                                              float (&total)[kBN / 2]) {
@@ -165,14 +165,14 @@ __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& rin
   }
   int k_tile = 0;
   for (; k_tile + kChunkTiles <= k_tiles; k_tile += kChunkTiles) {
-    // TODO(student): overlap the promotion with the tensor cores. Issue the pass's four k tiles
-    // into `even` and `odd` in turn (issue_k_tile), and after each issue but the first wait with
-    // wgmma_wait<1> until the older group is done, release its stage and promote that chunk while
-    // the newer group runs. End with wgmma_wait<0>, so that no group is in flight at the back edge
-    // (ptxas serializes the wgmma otherwise, C7514), then release and promote the last chunk.
-    // The placeholder runs the four k tiles one at a time, waiting for each, and promotes only
+    // TODO(student): overlap the promotion with the tensor cores. Issue the pass's kChunkTiles k
+    // tiles into `even` and `odd` in turn (issue_k_tile), and after each issue but the first wait
+    // with wgmma_wait<1> until the older group is done, release its stage and promote that chunk
+    // while the newer group runs. End with wgmma_wait<0>, so that no group is in flight at the back
+    // edge (ptxas serializes the wgmma otherwise, C7514), then release and promote the last chunk.
+    // The placeholder runs the pass's k tiles one at a time, waiting for each, and promotes only
     // the last one.
-    for (int t = 0; t < kChunkTiles - 1; ++t) {  // k tiles 0-2: issued, waited for, dropped
+    for (int t = 0; t < kChunkTiles - 1; ++t) {  // all but the last: issued, waited for, dropped
       int const stage = issue_k_tile(ring, consumer, read, even);
       wgmma_wait<0>();
       release_stage(ring, stage);

@@ -56,7 +56,6 @@ constexpr int kConsumerRegisters = 232;
 constexpr int kMaxSharedBytes = 227 * 1024;
 constexpr int kBHalfRows = kBN / kClusterSize;  // rows of B per block of the pair
 constexpr int kChunkTiles = 4;  // k tiles per pass of the k loop: no wgmma in flight between passes
-static_assert(kChunkTiles == 4, "consume_tile writes out its pass for exactly four k tiles");
 
 struct Stage {
   alignas(1024) std::uint8_t a[kBM * kBK];  // 16 KB: 128 rows of A, 128 bytes each
@@ -156,9 +155,10 @@ __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&c
 // A consumer's 64 x kBN block of one output tile, summed over all k tiles into `total`. Chunks
 // `even` and `odd` take turns: while the tensor cores run one k tile into one of them, the
 // consumer adds the other, whose group `wgmma_wait<1>` has just seen finish (groups finish in
-// order). Each pass covers kChunkTiles k tiles and ends with `wgmma_wait<0>`, so ptxas sees the
-// whole pattern in straight-line code; a loop that carried a group in flight from one pass to the
-// next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles go one at a time.
+// order). Each pass covers kChunkTiles k tiles, fully unrolled, and ends with `wgmma_wait<0>`, so
+// ptxas sees the whole pattern in straight-line code; a loop that carried a group in flight from
+// one pass to the next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles
+// go one at a time.
 __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
                                              int k_tiles, PipelineState<kStages>& read,
                                              float (&total)[kBN / 2]) {
@@ -172,22 +172,18 @@ __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& rin
   }
   int k_tile = 0;
   for (; k_tile + kChunkTiles <= k_tiles; k_tile += kChunkTiles) {
-    int const stage0 = issue_k_tile(ring, consumer, read, even);
-    int const stage1 = issue_k_tile(ring, consumer, read, odd);
-    wgmma_wait<1>();  // k tile 0 is done, k tile 1 runs
-    release_stage(ring, stage0);
-    promote(total, even);
-    int const stage2 = issue_k_tile(ring, consumer, read, even);
-    wgmma_wait<1>();  // k tile 1 is done, k tile 2 runs
-    release_stage(ring, stage1);
-    promote(total, odd);
-    int const stage3 = issue_k_tile(ring, consumer, read, odd);
-    wgmma_wait<1>();  // k tile 2 is done, k tile 3 runs
-    release_stage(ring, stage2);
-    promote(total, even);
-    wgmma_wait<0>();  // k tile 3 is done; nothing is in flight at the back edge
-    release_stage(ring, stage3);
-    promote(total, odd);
+    int stages[kChunkTiles];
+    stages[0] = issue_k_tile(ring, consumer, read, even);
+#pragma unroll
+    for (int t = 1; t < kChunkTiles; ++t) {
+      stages[t] = issue_k_tile(ring, consumer, read, t % 2 == 0 ? even : odd);
+      wgmma_wait<1>();  // k tile t - 1 is done, k tile t runs
+      release_stage(ring, stages[t - 1]);
+      promote(total, (t - 1) % 2 == 0 ? even : odd);
+    }
+    wgmma_wait<0>();  // the last k tile is done; nothing is in flight at the back edge
+    release_stage(ring, stages[kChunkTiles - 1]);
+    promote(total, (kChunkTiles - 1) % 2 == 0 ? even : odd);
   }
   for (; k_tile < k_tiles; ++k_tile) {
     int const stage = issue_k_tile(ring, consumer, read, even);
