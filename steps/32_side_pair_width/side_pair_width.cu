@@ -8,257 +8,25 @@
 // the time is its bytes over the rate at which the blocks pull them in. Both plans read the same
 // bytes, the model sees neither the bytes nor the rate, and the measured rate decides: the
 // two-consumer tiles stream B faster (see the README). So side-by-side pairs take two-consumer
-// tiles only. The plan changes only where step 27 chose a three-consumer pair side by side; the
-// kernel and everything else are step 27's.
+// tiles only. The plan changes only where step 27 chose a three-consumer pair side by side.
+//
+// Everything else is step 27's, from common/pair_orientation.cuh: the pairs, the kernel, the
+// split of the last round, the model (choose_tile) and the launch (gemm_with_tile).
 //
 // Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
-#include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <memory>
 #include <stdexcept>
-#include <utility>
 
-#include "aligned_operand.cuh"
-#include "cluster.cuh"
 #include "cuda_check.h"
-#include "device_helpers.cuh"
 #include "gemm.h"
 #include "launch.h"
-#include "mbarrier.cuh"
-#include "pipeline_phases.cuh"
-#include "split_k.cuh"
-#include "tensor_map.h"
-#include "tma_store.cuh"
-#include "transposed_tile.cuh"
-#include "warp_specialization.cuh"
-#include "wgmma.cuh"
-#include "workspace.h"
+#include "pair_orientation.cuh"
 
 namespace {
 
-using bf16 = __nv_bfloat16;
-using namespace gemm::hopper;
-using namespace gemm::hopper::transposed;
-
-// The transposed product, its tile constants (kBK, kBoxN, ...) and its epilogue are step 26's,
-// from common/transposed_tile.cuh.
-constexpr int kClusterSize = 2;
-constexpr int kGroupM = 4;
-constexpr int kProducerRegisters = 40;
-constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt in to on sm_90
-
-// --- the pair -----------------------------------------------------------------------------------
-
-// How the two blocks of a cluster sit: one above the other (same columns, sharing B, steps 21-26)
-// or side by side (same rows, sharing A).
-enum class Pairing { kStacked, kSideBySide };
-
-// The producer of a side-by-side pair: the k tiles [k_begin, k_end) of A's rows a_row .. + kBM - 1
-// and of kBoxes boxes of B from column b_col. Block `rank` loads rows rank x kBM / 2 .. + kBM / 2 -
-// 1 of A's tile and multicasts them to both blocks (at their offset in the stage: whole 1024-byte
-// swizzle atoms, so the two halves together are the tile one box would have given); B's boxes are
-// this block's own. A stage is refilled once the consumers of both blocks have handed it back.
-template <int kBM, int kBoxes, class Storage>
-__device__ __forceinline__ void produce_side_by_side(
-    StageRing<Storage> const& ring, CUtensorMap const* a_map, CUtensorMap const* b_map, int a_row,
-    int b_col, int k_begin, int k_end, unsigned rank,
-    PipelineState<StageRing<Storage>::kStages>& write) {
-  constexpr int kHalfRows = kBM / 2;
-  static_assert(kHalfRows % 8 == 0, "each half of A's tile is whole 8-row swizzle atoms");
-  int const first_row = static_cast<int>(rank) * kHalfRows;
-  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, write.advance()) {
-    mbarrier_wait(ring.empty(write.stage), write.phase ^ 1);
-    mbarrier_arrive_expect_bytes(ring.full(write.stage), StageRing<Storage>::kStageBytes);
-    tma_load_2d_multicast(ring.a_tile(write.stage) + first_row * kBK * 2, a_map, k_tile * kBK,
-                          a_row + first_row, ring.full(write.stage), (1u << kClusterSize) - 1);
-    for (int box = 0; box < kBoxes; ++box) {
-      tma_load_2d(ring.b_tile(write.stage) + box * kBBoxBytes, b_map, b_col + box * kBoxN,
-                  k_tile * kBK, ring.full(write.stage));
-    }
-  }
-}
-
-// The block tile (tile_m, tile_n) of this block for cluster tile `tile`, in groups of kGroupM tile
-// rows (step 13): stacked pairs count cluster tiles two tile rows tall, side-by-side pairs two
-// tile columns wide.
-template <Pairing kPairing>
-__device__ __forceinline__ void pair_tile(int tile, int tiles_m, int tiles_n, unsigned rank,
-                                          int& tile_m, int& tile_n) {
-  if constexpr (kPairing == Pairing::kStacked) {
-    int pair_m = 0;
-    gemm::grouped_tile(tile, gemm::ceil_div(tiles_m, kClusterSize), tiles_n, kGroupM, pair_m,
-                       tile_n);
-    tile_m = pair_m * kClusterSize + static_cast<int>(rank);
-  } else {
-    int pair_n = 0;
-    gemm::grouped_tile(tile, tiles_m, gemm::ceil_div(tiles_n, kClusterSize), kGroupM, tile_m,
-                       pair_n);
-    tile_n = pair_n * kClusterSize + static_cast<int>(rank);
-  }
-}
-
-// --- the tile -----------------------------------------------------------------------------------
-
-// Everything that follows from the tile height kBM and the number of consumers (each 64 columns).
-template <int kBM, int kConsumers>
-struct Tile {
-  static constexpr int kBN = 64 * kConsumers;  // a block's columns: one box of B per consumer
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  // setmaxnreg: what the producer gives back goes to the consumers, within the launch allocation
-  // (128 x 40 + 256 x 232 = 64,512 of 384 x 168; 128 x 40 + 384 x 152 = 63,488 of 512 x 128).
-  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 152;
-  struct Stage {
-    alignas(1024) bf16 a[kBM * kBK];  // a multiple of 1024 bytes: kBM % 8 == 0
-    alignas(1024) bf16 b[kBK * kBN];
-  };
-  // Each consumer stages C in two buffers of kGroupRows rows: it fills one while TMA still reads
-  // the other.
-  static constexpr int kStagingBytes = kConsumers * 2 * kGroupRows * kBoxN * 2;
-  static constexpr int kStages =
-      std::min<int>(6, (kMaxSharedBytes - 2048 - kStagingBytes) / static_cast<int>(sizeof(Stage)));
-  struct SharedStorage {
-    Stage stages[kStages];
-    alignas(1024) bf16 staging[kConsumers][2][kGroupRows * kBoxN];
-    std::uint64_t full[kStages];
-    std::uint64_t empty[kStages];
-  };
-  static constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
-  static_assert(kBM % kPieceRows == 0 && kBM >= 64 && kBM <= 256,
-                "wgmma N (here kBM): a multiple of 16 from 64 to 256");
-  static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
-  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
-  static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
-                "the register budgets must fit what the block is given at launch");
-};
-
-// --- the kernel ---------------------------------------------------------------------------------
-
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue>
-__global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
-    side_pair_width_kernel(const __grid_constant__ CUtensorMap a_map,
-                           const __grid_constant__ CUtensorMap b_map,
-                           const __grid_constant__ CUtensorMap c_map, int m, int n, float alpha,
-                           float beta, bf16* __restrict__ C, int ldc, Schedule const schedule,
-                           float* __restrict__ partials, int* __restrict__ counters) {
-  using T = Tile<kBM, kConsumers>;
-  constexpr int kStages = T::kStages;
-  constexpr int kBN = T::kBN;
-  extern __shared__ unsigned char shared_bytes[];
-  auto& shared = shared_storage<typename T::SharedStorage>(shared_bytes);
-  StageRing<typename T::SharedStorage> const ring{shared};
-  unsigned const rank = cluster_block_rank();
-  int const tiles_m = gemm::ceil_div(m, kBM);
-  int const tiles_n = gemm::ceil_div(n, kBN);
-  int const cluster = blockIdx.x / kClusterSize;
-  int const warpgroup = threadIdx.x / 128;
-  auto tile_of = [&](int tile, int& tile_m, int& tile_n) {
-    pair_tile<kPairing>(tile, tiles_m, tiles_n, rank, tile_m, tile_n);
-  };
-
-  if (threadIdx.x == 0) {
-    for (int stage = 0; stage < kStages; ++stage) {
-      mbarrier_init(ring.full(stage), 1);
-      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
-    }
-    fence_barrier_init();
-  }
-  cluster_sync();
-
-  if (warpgroup == 0) {
-    release_registers<kProducerRegisters>();
-    if (threadIdx.x == 0) {
-      PipelineState<kStages> write;
-      Unit unit{};
-      for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-        int tile_m = 0;
-        int tile_n = 0;
-        tile_of(unit.tile, tile_m, tile_n);
-        // Stacked: A's box is the whole tile, kBM rows, and B's boxes are shared (step 21).
-        // Side by side: A's box is half the tile, shared, and B's boxes are this block's own.
-        if constexpr (kPairing == Pairing::kStacked) {
-          produce<kConsumers, kClusterSize>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
-                                            unit.k_begin, unit.k_end, rank, write);
-        } else {
-          produce_side_by_side<kBM, kConsumers>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
-                                                unit.k_begin, unit.k_end, rank, write);
-        }
-      }
-    }
-  } else {
-    claim_registers<T::kConsumerRegisters>();
-    int const consumer = warpgroup - 1;
-    __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
-    PipelineState<kStages> read;
-    PipelineState<kStages> release;
-    int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
-    Unit unit{};
-    for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-      int tile_m = 0;
-      int tile_n = 0;
-      tile_of(unit.tile, tile_m, tile_n);
-      // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
-      float acc[kBM / 2];
-#pragma unroll
-      for (int i = 0; i < kBM / 2; ++i)
-        acc[i] = 0.0f;
-      consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
-#pragma unroll
-        for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-          wgmma_bf16<kBM>(acc, b_box_descriptor(ring.b_tile(stage), consumer, kk),
-                          a_tile_descriptor(ring.a_tile(stage), kk));
-        }
-      });
-      if (unit.tail_tile >= 0) {
-        // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
-        std::size_t const slot_stride = kClusterSize * kConsumers;
-        std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
-        std::size_t const first_slot =
-            unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
-        int* const counter =
-            counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-        if (!reduce_tail_slices<kBM / 2>(partials, own_slot, first_slot, slot_stride,
-                                         schedule.splits, counter, last_slice[consumer],
-                                         1 + consumer, acc)) {
-          continue;  // another slice finishes the tile
-        }
-      }
-      store_transposed_tile<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer, C,
-                                            ldc, m, n, alpha, beta, tile_m * kBM,
-                                            tile_n * kBN + consumer * kBoxN, acc);
-    }
-    // The last stores must have landed before the kernel ends.
-    if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
-  }
-  cluster_sync();
-}
-
-// --- the plan: tile height, width and pairing ------------------------------------------------
-
-// A block tile: `height` rows (wgmma's N) by 64 columns per consumer, and how its pair sits.
-struct TileShape {
-  int height;
-  int consumers;
-  Pairing pairing;
-};
-
-// The cluster tiles of `shape`: a stacked pair covers two tile rows, a side-by-side pair two tile
-// columns.
-long long cluster_tiles(int m, int n, TileShape shape) {
-  long long const tiles_m = gemm::ceil_div(m, shape.height);
-  long long const tiles_n = gemm::ceil_div(n, 64 * shape.consumers);
-  return shape.pairing == Pairing::kStacked ? gemm::ceil_div(tiles_m, kClusterSize) * tiles_n
-                                            : tiles_m * gemm::ceil_div(tiles_n, kClusterSize);
-}
-
-// The schedule (step 25) of the cluster tiles.
-Schedule schedule_for(int m, int n, int k, TileShape shape, int clusters) {
-  return make_schedule(cluster_tiles(m, n, shape), gemm::ceil_div(k, kBK), clusters);
-}
+using namespace gemm::hopper::pairs;
 
 // Step 26's tiles, stacked, then side by side: tiles of at most 128 rows, down to 64, for
 // matrices of one or two tile rows. Stacked comes first: of two plans that cost the same, the
@@ -287,103 +55,11 @@ constexpr TileShape kShapes[] = {
     {64, 2, Pairing::kSideBySide},
 };
 
-// Step 26's model: rounds times the tile's area, each side with an overhead worth 32 rows or
-// columns.
-TileShape choose_tile(int m, int n, int k, int clusters) {
-  TileShape best = kShapes[0];
-  double best_cost = -1.0;
-  for (TileShape const shape : kShapes) {
-    double const cost = rounds(schedule_for(m, n, k, shape, clusters)) * (shape.height + 32) *
-                        (64 * shape.consumers + 32);
-    if (best_cost < 0.0 || cost < best_cost) {
-      best_cost = cost;
-      best = shape;
-    }
-  }
-  return best;
-}
-
-// --- the host -----------------------------------------------------------------------------------
-
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue>
-void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
-            int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
-  using T = Tile<kBM, kConsumers>;
-  constexpr auto kernel = side_pair_width_kernel<kBM, kConsumers, kPairing, kEpilogue>;
-  gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
-  check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
-                                 kConsumers);
-  static int const resident = resident_clusters(kernel, kClusterSize, T::kThreads, T::kSharedBytes);
-  Schedule const schedule = schedule_for(m, n, k, {kBM, kConsumers, kPairing}, resident);
-  // The split's workspace (step 25): one slot of partial sums per cluster, block and consumer,
-  // and a counter per tail tile, block and consumer, cleared on the stream before the kernel.
-  std::unique_ptr<gemm::StreamWorkspace> workspace;
-  float* partials = nullptr;
-  int* counters = nullptr;
-  if (schedule.tail_tiles > 0) {
-    std::size_t const slots =
-        static_cast<std::size_t>(schedule.clusters) * kClusterSize * kConsumers;
-    std::size_t const partial_bytes = slots * 128 * (kBM / 2) * sizeof(float);
-    std::size_t const counter_bytes =
-        static_cast<std::size_t>(schedule.tail_tiles) * kClusterSize * kConsumers * sizeof(int);
-    workspace = std::make_unique<gemm::StreamWorkspace>(partial_bytes + counter_bytes, stream);
-    partials = workspace->get<float>();
-    counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
-    gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
-  }
-  kernel<<<static_cast<unsigned>(schedule.clusters * kClusterSize), T::kThreads, T::kSharedBytes,
-           stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
-}
-
-// The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
-template <int kBM, int kConsumers, Pairing kPairing>
-void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
-                  CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
-                  int ldc, cudaStream_t stream) {
-  gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
-      epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, beta, C,
-                                                       ldc, stream);
-      });
-}
-
-// The GEMM with block tiles of `shape` (one of kShapes).
-void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
-                    bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
-  // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it (step 22).
-  gemm::AlignedOperand const a(A, m, k, lda, gemm::should_copy_a(A, lda, n), stream);
-  gemm::AlignedOperand const b(B, k, n, ldb, gemm::must_copy(B, ldb), stream);
-  // A's box is a whole block tile (shape.height rows, at most 256: TMA's limit), or half of one
-  // when the pair shares A; C's a piece.
-  int const a_box_rows =
-      shape.pairing == Pairing::kStacked ? shape.height : shape.height / kClusterSize;
-  CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), a_box_rows, kBK);
-  CUtensorMap const b_map = gemm::make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
-  Epilogue epilogue = Epilogue::kSingleStores;
-  CUtensorMap c_map{};  // unused by the direct stores
-  // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 24).
-  if (gemm::rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
-    epilogue = Epilogue::kTmaStore;
-    c_map = gemm::make_bf16_tensor_map(C, m, n, ldc, kPieceRows, kBoxN);
-  } else if (gemm::rows_are_aligned<4>(C, ldc)) {
-    epilogue = Epilogue::kPairStores;
-  }
-  // One launch per entry of kShapes and epilogue; the one that matches runs.
-  auto const launch_matching = [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
-    (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
-                   shape.pairing == kShapes[kIndex].pairing
-               ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers,
-                              kShapes[kIndex].pairing>(epilogue, a_map, b_map, c_map, m, n, k,
-                                                       alpha, beta, C, ldc, stream)
-               : void()));
-  };
-  launch_matching(std::make_index_sequence<std::size(kShapes)>{});
-}
-
 }  // namespace
 
-void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, bf16 const* B,
-                     int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
+void gemm::bf16_gemm(int m, int n, int k, float alpha, __nv_bfloat16 const* A, int lda,
+                     __nv_bfloat16 const* B, int ldb, float beta, __nv_bfloat16* C, int ldc,
+                     cudaStream_t stream) {
   check_gemm_arguments("bf16_gemm", m, n, k, A, lda, B, ldb, C, ldc);
   if (static_cast<long long>(ceil_div(m, 64)) * ceil_div(n, 128) > 0x3fffffffLL) {
     throw std::invalid_argument("bf16_gemm: too many tiles");
@@ -391,7 +67,7 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, bf16 const* A, int lda, b
   int const sms = multiprocessor_count();
   // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds
   // the schedule from the occupancy query of the kernel it picked, which may find fewer.
-  TileShape const shape = choose_tile(m, n, k, std::max(1, sms / kClusterSize));
-  gemm_with_tile(shape, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  TileShape const shape = choose_tile(kShapes, m, n, k, std::max(1, sms / kClusterSize));
+  gemm_with_tile<kShapes>(shape, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
   check_launch("bf16_gemm");
 }
