@@ -30,6 +30,17 @@ __device__ __forceinline__ void cluster_sync() {
           : "memory");
 }
 
+// The two halves of a cluster barrier, for step 33 (steps/33_relaxed_cluster_sync/). Arriving
+// relaxed orders nothing: it only counts this thread in. What the others need to see must be
+// ordered by something else, as fence_barrier_init (mbarrier.cuh) does for mbarrier.init, the one
+// pairing the PTX ISA names for it. The wait keeps its default acquire.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait;\n" ::: "memory");
+}
+
 // The multicast form of tma_load_2d (tma.cuh): the same box lands at the same shared offset in
 // every block of the cluster named in `cta_mask` (bit r = the block of cluster rank r), and each
 // landing counts off on the barrier at `barrier`'s offset in that block.

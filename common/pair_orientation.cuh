@@ -2,7 +2,8 @@
 // stacked (sharing B) or side by side (sharing A), the transposed product of step 26
 // (transposed_tile.cuh) on tiles of 64 to 256 rows and two or three consumers, step 25's split of
 // the last round, and step 26's model choosing among a list of tiles. A step that changes only the
-// list includes this header, declares its list and calls choose_tile and gemm_with_tile.
+// list includes this header, declares its list and calls choose_tile and gemm_with_tile; step 33
+// also passes how the kernel opens and closes its cluster (ClusterSync below).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -131,7 +132,18 @@ struct Tile {
 
 // --- the kernel ---------------------------------------------------------------------------------
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue>
+// How the kernel opens and closes its cluster: start() runs in every thread once thread 0 has
+// initialised the mbarriers, producer_done() in the producer thread after its last load, end() in
+// every thread before it exits. Steps 21-32: a full cluster barrier, with release and acquire
+// ordering, at both ends. Step 33 passes a lighter one (steps/33_relaxed_cluster_sync/).
+struct ReleaseAcquireClusterSync {
+  __device__ static void start() { cluster_sync(); }
+  template <class Ring, int kStages>
+  __device__ static void producer_done(Ring const&, PipelineState<kStages>) {}
+  __device__ static void end() { cluster_sync(); }
+};
+
+template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
     pair_orientation_kernel(const __grid_constant__ CUtensorMap a_map,
                             const __grid_constant__ CUtensorMap b_map,
@@ -160,7 +172,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     }
     fence_barrier_init();
   }
-  cluster_sync();
+  ClusterSync::start();
 
   if (warpgroup == 0) {
     release_registers<kProducerRegisters>();
@@ -181,6 +193,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
                                                 unit.k_begin, unit.k_end, rank, write);
         }
       }
+      ClusterSync::producer_done(ring, write);
     }
   } else {
     claim_registers<T::kConsumerRegisters>();
@@ -227,7 +240,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     // The last stores must have landed before the kernel ends.
     if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
   }
-  cluster_sync();
+  ClusterSync::end();
 }
 
 // --- the plan: tile height, width and pairing ------------------------------------------------
@@ -272,11 +285,12 @@ TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, in
 
 // --- the host -----------------------------------------------------------------------------------
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue>
+template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
-  constexpr auto kernel = pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue>;
+  constexpr auto kernel =
+      pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync>;
   gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
   check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
                                  kConsumers);
@@ -303,20 +317,20 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
 }
 
 // The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
-template <int kBM, int kConsumers, Pairing kPairing>
+template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
   gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
       epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue()>(a_map, b_map, c_map, m, n, k, alpha, beta, C,
-                                                       ldc, stream);
+        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync>(a_map, b_map, c_map, m, n, k,
+                                                                    alpha, beta, C, ldc, stream);
       });
 }
 
 // The GEMM with block tiles of `shape`, one of the list kShapes: one launch is compiled per entry
-// and epilogue.
-template <auto const& kShapes>
+// and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel).
+template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync>
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
   // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it (step 22).
@@ -342,8 +356,8 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
     (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
                    shape.pairing == kShapes[kIndex].pairing
                ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers,
-                              kShapes[kIndex].pairing>(epilogue, a_map, b_map, c_map, m, n, k,
-                                                       alpha, beta, C, ldc, stream)
+                              kShapes[kIndex].pairing, ClusterSync>(
+                     epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
                : void()));
   };
   launch_matching(std::make_index_sequence<std::size(kShapes)>{});
