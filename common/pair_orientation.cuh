@@ -2,8 +2,8 @@
 // stacked (sharing B) or side by side (sharing A), the transposed product of step 26
 // (transposed_tile.cuh) on tiles of 64 to 256 rows and two or three consumers, step 25's split of
 // the last round, and step 26's model choosing among a list of tiles. A step that changes only the
-// list includes this header, declares its list and calls choose_tile and gemm_with_tile; step 33
-// also passes how the kernel opens and closes its cluster (ClusterSync below).
+// list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
+// pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -134,8 +134,9 @@ struct Tile {
 
 // How the kernel opens and closes its cluster: start() runs in every thread once thread 0 has
 // initialised the mbarriers, producer_done() in the producer thread after its last load, end() in
-// every thread before it exits. Steps 21-32: a full cluster barrier, with release and acquire
-// ordering, at both ends. Step 33 passes a lighter one (steps/33_relaxed_cluster_sync/).
+// every thread before it exits. The default: a full cluster barrier, with release and acquire
+// ordering, at both ends, as step 21 teaches. Step 33 (steps/33_relaxed_cluster_sync/) teaches
+// what each end must order, and a lighter one.
 struct ReleaseAcquireClusterSync {
   __device__ static void start() { cluster_sync(); }
   template <class Ring, int kStages>

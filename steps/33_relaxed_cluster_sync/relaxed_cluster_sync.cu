@@ -1,9 +1,8 @@
 // Step 33: what the cluster barriers at the two ends of the kernel cost, and what is enough.
 // Steps 21-32 open and close the kernel with a full cluster barrier, release and acquire
 // (cluster_sync): every thread of both blocks arrives, every thread waits. The release is what
-// costs: at the start of a kernel it takes about six times as long as a relaxed arrival
-// (docs/demos/cluster_sync_cost.cu), and at shapes where the whole kernel runs for ten
-// microseconds the two barriers are a tenth of it (see the README).
+// costs, whether or not anything needs releasing (docs/demos/cluster_sync_cost.cu times it), and
+// it is a fixed cost per call, which shows where the kernel is short (see the README).
 //
 // What each barrier is for decides what it must order:
 //  - The start: no block may multicast into the other's stages, or arrive on its barriers, before
