@@ -1,6 +1,6 @@
 // Taught in step 27 (steps/27_pair_orientation/), which writes this code inline: a cluster pair
 // stacked (sharing B) or side by side (sharing A), the transposed product of step 26
-// (transposed_tile.cuh) on tiles of 64 to 256 rows and two or three consumers, step 25's split of
+// (transposed_tile.cuh) on tiles of 64 to 256 rows and one to three consumers, step 25's split of
 // the last round, and step 26's model choosing among a list of tiles. A step that changes only the
 // list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
 // pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33).
@@ -98,14 +98,16 @@ __device__ __forceinline__ void pair_tile(int tile, int tiles_m, int tiles_n, un
 
 // --- the tile -----------------------------------------------------------------------------------
 
-// Everything that follows from the tile height kBM and the number of consumers (each 64 columns).
+// Everything that follows from the tile height kBM and the number of consumers (each 64 columns;
+// one consumer from step 34 on).
 template <int kBM, int kConsumers>
 struct Tile {
   static constexpr int kBN = 64 * kConsumers;  // a block's columns: one box of B per consumer
   static constexpr int kThreads = 128 * (1 + kConsumers);
   // setmaxnreg: what the producer gives back goes to the consumers, within the launch allocation
-  // (128 x 40 + 256 x 232 = 64,512 of 384 x 168; 128 x 40 + 384 x 152 = 63,488 of 512 x 128).
-  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 152;
+  // (128 x 40 + 256 x 232 = 64,512 of 384 x 168; 128 x 40 + 384 x 152 = 63,488 of 512 x 128;
+  // one consumer, step 34: 128 x 40 + 128 x 232 = 34,816 of 256 x 256).
+  static constexpr int kConsumerRegisters = kConsumers <= 2 ? 232 : 152;
   struct Stage {
     alignas(1024) bf16 a[kBM * kBK];  // a multiple of 1024 bytes: kBM % 8 == 0
     alignas(1024) bf16 b[kBK * kBN];
@@ -125,7 +127,7 @@ struct Tile {
   static_assert(kBM % kPieceRows == 0 && kBM >= 64 && kBM <= 256,
                 "wgmma N (here kBM): a multiple of 16 from 64 to 256");
   static_assert(kSharedBytes <= kMaxSharedBytes, "stages and staging must fit shared memory");
-  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(kConsumers >= 1 && kConsumers <= 3, "one to three consumer warpgroups");
   static_assert(register_budgets_fit(kThreads, kProducerRegisters, kConsumerRegisters, kConsumers),
                 "the register budgets must fit what the block is given at launch");
 };
