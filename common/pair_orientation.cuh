@@ -271,11 +271,15 @@ inline Schedule schedule_for(int m, int n, int k, TileShape shape, int clusters)
 
 // Step 26's model over a list of tiles: rounds times the tile's area, each side with an overhead
 // worth 32 rows or columns. Of two plans that cost the same, the model keeps the earlier one.
-template <std::size_t kCount>
-TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, int clusters) {
+// `allowed(shape)` leaves tiles out of the comparison (step 34 keeps one-consumer tiles to one
+// round); the first entry of the list should always be allowed.
+template <std::size_t kCount, class Allowed>
+TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, int clusters,
+                      Allowed&& allowed) {
   TileShape best = shapes[0];
   double best_cost = -1.0;
   for (TileShape const shape : shapes) {
+    if (!allowed(shape)) continue;
     double const cost = rounds(schedule_for(m, n, k, shape, clusters)) * (shape.height + 32) *
                         (64 * shape.consumers + 32);
     if (best_cost < 0.0 || cost < best_cost) {
@@ -284,6 +288,12 @@ TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, in
     }
   }
   return best;
+}
+
+// The same over every tile of the list.
+template <std::size_t kCount>
+TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, int clusters) {
+  return choose_tile(shapes, m, n, k, clusters, [](TileShape) { return true; });
 }
 
 // --- the host -----------------------------------------------------------------------------------

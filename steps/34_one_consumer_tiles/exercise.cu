@@ -68,24 +68,12 @@ constexpr TileShape kShapes[] = {
     // END TODO
 };
 
-// Step 26's model over kShapes (choose_tile in common/pair_orientation.cuh), with one rule of
-// this step: a one-consumer tile only where its cluster tiles fit in one round. Beyond that it
-// runs more rounds of half-width tiles, each paying the per-tile costs (the ring's fill, the
-// epilogue, A's rows loaded per 64 columns of C instead of per 128), and loses to the
-// two-consumer tiles (see the README).
-TileShape choose_shape(int m, int n, int k, int clusters) {
-  TileShape best = kShapes[0];
-  double best_cost = -1.0;
-  for (TileShape const shape : kShapes) {
-    if (shape.consumers == 1 && cluster_tiles(m, n, shape) > clusters) continue;
-    double const cost = rounds(schedule_for(m, n, k, shape, clusters)) * (shape.height + 32) *
-                        (64 * shape.consumers + 32);
-    if (best_cost < 0.0 || cost < best_cost) {
-      best_cost = cost;
-      best = shape;
-    }
-  }
-  return best;
+// This step's rule on top of step 26's model (choose_tile): a one-consumer tile only where its
+// cluster tiles fit in one round. Beyond that it runs more rounds of half-width tiles, each paying
+// the per-tile costs (the ring's fill, the epilogue, A's rows loaded per 64 columns of C instead
+// of per 128), and loses to the two-consumer tiles (see the README).
+bool fits_one_round(TileShape shape, int m, int n, int clusters) {
+  return shape.consumers > 1 || cluster_tiles(m, n, shape) <= clusters;
 }
 
 }  // namespace
@@ -103,7 +91,10 @@ void gemm::bf16_gemm(int m, int n, int k, float alpha, __nv_bfloat16 const* A, i
   int const sms = multiprocessor_count();
   // The model assumes every SM pair can hold a cluster (66 on the H100); the launch then builds
   // the schedule from the occupancy query of the kernel it picked, which may find fewer.
-  TileShape const shape = choose_shape(m, n, k, std::max(1, sms / kClusterSize));
+  int const clusters = std::max(1, sms / kClusterSize);
+  TileShape const shape = choose_tile(kShapes, m, n, k, clusters, [&](TileShape candidate) {
+    return fits_one_round(candidate, m, n, clusters);
+  });
   gemm_with_tile<kShapes, RelaxedClusterSync>(shape, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
                                               stream);
   check_launch("bf16_gemm");
