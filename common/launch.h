@@ -3,8 +3,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "cuda_check.h"
 
@@ -31,6 +33,27 @@ inline int multiprocessor_count() {
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute");
   return sms;
+}
+
+// A cooperative launch of `kernel` (its cluster shape compiled in, if any) over `blocks` blocks:
+// the driver checks that every block of the grid can be resident at once and fails the launch
+// otherwise, so that blocks may wait for each other (step 35's slices do). cudaLaunchKernelEx
+// converts the arguments to the kernel's parameter types.
+template <class... Parameters, class... Arguments>
+void launch_cooperative(void (*kernel)(Parameters...), unsigned blocks, int threads,
+                        int shared_bytes, cudaStream_t stream, Arguments&&... arguments) {
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  cooperative.val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
+  config.stream = stream;
+  config.attrs = &cooperative;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Arguments>(arguments)...),
+             "cudaLaunchKernelEx (cooperative)");
 }
 
 }  // namespace gemm

@@ -3,7 +3,8 @@
 // (transposed_tile.cuh) on tiles of 64 to 256 rows and one to three consumers, step 25's split of
 // the last round, and step 26's model choosing among a list of tiles. A step that changes only the
 // list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
-// pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33).
+// pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33) and how
+// the slices of a split tile hand over (SplitHandOver below, taught in step 35).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -146,7 +147,53 @@ struct ReleaseAcquireClusterSync {
   __device__ static void end() { cluster_sync(); }
 };
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync>
+// Where a consumer's share of C goes: its tile's 64 columns from first_col and kBM rows from
+// first_row, held as C^T (step 26), and what the epilogue needs to store them.
+struct OutputTile {
+  bf16* C;
+  int ldc;
+  int m;
+  int n;
+  float alpha;
+  float beta;
+  int first_row;
+  int first_col;
+};
+
+// A consumer warpgroup's slice of a split tile (step 25): its partial sums' slot, slice 0's slot
+// of the same tile, block and consumer (the others follow slot_stride apart), the tile's counter
+// of finished slices, and the warpgroup's shared int and named barrier.
+struct TailSlice {
+  float* partials;
+  std::size_t own_slot;
+  std::size_t first_slot;
+  std::size_t slot_stride;
+  int splits;
+  int index;  // which slice of its tile: 0 .. splits - 1
+  int* counter;
+  int* last_slice;
+  int barrier_id;
+};
+
+// How the slices of a split tile hand over. finish() runs in every consumer warpgroup that has
+// computed a slice, with the slice's partial sums in acc; it returns true where that warpgroup is
+// to store the whole tile next (acc then holding the tile's sums), false where it has nothing
+// more to do for this tile. The default is step 25's: the slice that finishes last adds up every
+// slice. waits_for_every_slice(splits): whether, for tiles cut into `splits` slices, a slice waits
+// for the others, which needs every cluster of the grid resident at once (step 35,
+// steps/35_split_shares/, teaches a hand-over that does).
+struct LastSliceHandOver {
+  __host__ __device__ static constexpr bool waits_for_every_slice(int) { return false; }
+  template <int kFloats>
+  __device__ static bool finish(TailSlice const& slice, OutputTile const&, float (&acc)[kFloats]) {
+    return reduce_tail_slices<kFloats>(slice.partials, slice.own_slot, slice.first_slot,
+                                       slice.slot_stride, slice.splits, slice.counter,
+                                       *slice.last_slice, slice.barrier_id, acc);
+  }
+};
+
+template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
+          class SplitHandOver>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
     pair_orientation_kernel(const __grid_constant__ CUtensorMap a_map,
                             const __grid_constant__ CUtensorMap b_map,
@@ -230,10 +277,16 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
             unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
         int* const counter =
             counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-        if (!reduce_tail_slices<kBM / 2>(partials, own_slot, first_slot, slot_stride,
-                                         schedule.splits, counter, last_slice[consumer],
-                                         1 + consumer, acc)) {
-          continue;  // another slice finishes the tile
+        // Slice j of tail tile r is cluster r x splits + j's (unit_of).
+        TailSlice const slice{partials,        own_slot,
+                              first_slot,      slot_stride,
+                              schedule.splits, cluster % schedule.splits,
+                              counter,         &last_slice[consumer],
+                              1 + consumer};
+        OutputTile const output{
+            C, ldc, m, n, alpha, beta, tile_m * kBM, tile_n * kBN + consumer * kBoxN};
+        if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) {
+          continue;  // nothing more for this warpgroup to do on the tile
         }
       }
       store_transposed_tile<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer, C,
@@ -298,12 +351,13 @@ TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, in
 
 // --- the host -----------------------------------------------------------------------------------
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync>
+template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
+          class SplitHandOver>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
   constexpr auto kernel =
-      pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync>;
+      pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync, SplitHandOver>;
   gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
   check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
                                  kConsumers);
@@ -325,25 +379,35 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
     counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
     gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
   }
-  kernel<<<static_cast<unsigned>(schedule.clusters * kClusterSize), T::kThreads, T::kSharedBytes,
-           stream>>>(a_map, b_map, c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
+  unsigned const blocks = static_cast<unsigned>(schedule.clusters * kClusterSize);
+  if (schedule.tail_tiles > 0 && SplitHandOver::waits_for_every_slice(schedule.splits)) {
+    // The slices wait for each other: a cooperative launch, which the driver refuses (an error,
+    // not a hang) unless every block of the grid can be resident at once (step 35).
+    gemm::launch_cooperative(kernel, blocks, T::kThreads, T::kSharedBytes, stream, a_map, b_map,
+                             c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
+    return;
+  }
+  kernel<<<blocks, T::kThreads, T::kSharedBytes, stream>>>(a_map, b_map, c_map, m, n, alpha, beta,
+                                                           C, ldc, schedule, partials, counters);
 }
 
 // The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
-template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync>
+template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync, class SplitHandOver>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
   gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
       epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync>(a_map, b_map, c_map, m, n, k,
-                                                                    alpha, beta, C, ldc, stream);
+        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver>(
+            a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
       });
 }
 
 // The GEMM with block tiles of `shape`, one of the list kShapes: one launch is compiled per entry
-// and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel).
-template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync>
+// and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel);
+// SplitHandOver: how the slices of a split tile hand over (see LastSliceHandOver).
+template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync,
+          class SplitHandOver = LastSliceHandOver>
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
   // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it (step 22).
@@ -369,7 +433,7 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
     (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
                    shape.pairing == kShapes[kIndex].pairing
                ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers,
-                              kShapes[kIndex].pairing, ClusterSync>(
+                              kShapes[kIndex].pairing, ClusterSync, SplitHandOver>(
                      epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
                : void()));
   };
