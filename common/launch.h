@@ -37,7 +37,7 @@ inline int multiprocessor_count() {
 
 // A cooperative launch of `kernel` (its cluster shape compiled in, if any) over `blocks` blocks:
 // the driver checks that every block of the grid can be resident at once and fails the launch
-// otherwise, so that blocks may wait for each other (step 35's slices do). cudaLaunchKernelEx
+// otherwise, so that blocks may wait for each other (taught in step 35). cudaLaunchKernelEx
 // converts the arguments to the kernel's parameter types.
 template <class... Parameters, class... Arguments>
 void launch_cooperative(void (*kernel)(Parameters...), unsigned blocks, int threads,

@@ -147,7 +147,7 @@ struct ReleaseAcquireClusterSync {
   __device__ static void end() { cluster_sync(); }
 };
 
-// Where a consumer's share of C goes: its tile's 64 columns from first_col and kBM rows from
+// Where a consumer's part of C goes: its tile's 64 columns from first_col and kBM rows from
 // first_row, held as C^T (step 26), and what the epilogue needs to store them.
 struct OutputTile {
   bf16* C;
@@ -382,7 +382,7 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   unsigned const blocks = static_cast<unsigned>(schedule.clusters * kClusterSize);
   if (schedule.tail_tiles > 0 && SplitHandOver::waits_for_every_slice(schedule.splits)) {
     // The slices wait for each other: a cooperative launch, which the driver refuses (an error,
-    // not a hang) unless every block of the grid can be resident at once (step 35).
+    // not a hang) unless every block of the grid can be resident at once (taught in step 35).
     gemm::launch_cooperative(kernel, blocks, T::kThreads, T::kSharedBytes, stream, a_map, b_map,
                              c_map, m, n, alpha, beta, C, ldc, schedule, partials, counters);
     return;
