@@ -113,6 +113,19 @@ __device__ __forceinline__ float4* partial_slot(float* partials, std::size_t slo
   return reinterpret_cast<float4*>(partials + slot * 128 * kFloats);
 }
 
+// Stores the warpgroup's partial sums to slot `slot`, laid out as partial_slot says.
+template <int kFloats>
+__device__ __forceinline__ void store_partial_sums(float* partials, std::size_t slot,
+                                                   float const (&acc)[kFloats]) {
+  int const thread = threadIdx.x % 128;
+  float4* const out = partial_slot<kFloats>(partials, slot);
+#pragma unroll
+  for (int i = 0; i < kFloats / 4; ++i) {
+    __stcg(out + i * 128 + thread,
+           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
+}
+
 // A slice of a tail tile is done: store the warpgroup's partial sums to slot `own_slot` and count
 // the slice on `counter`. Returns true in the warpgroup of the last slice to finish, with acc then
 // holding the whole tile's sums, added in slice order from slots first_slot, first_slot +
@@ -125,12 +138,7 @@ __device__ __forceinline__ bool reduce_tail_slices(float* partials, std::size_t 
                                                    int splits, int* counter, int& last_slice,
                                                    int barrier_id, float (&acc)[kFloats]) {
   int const thread = threadIdx.x % 128;
-  float4* const out = partial_slot<kFloats>(partials, own_slot);
-#pragma unroll
-  for (int i = 0; i < kFloats / 4; ++i) {
-    __stcg(out + i * 128 + thread,
-           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-  }
+  store_partial_sums<kFloats>(partials, own_slot, acc);
   named_barrier_sync(barrier_id, 128);
   if (thread == 0) last_slice = count_finished_slice(counter) == splits - 1;
   named_barrier_sync(barrier_id, 128);

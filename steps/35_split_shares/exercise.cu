@@ -62,12 +62,7 @@ struct ShareHandOver {
       return LastSliceHandOver::finish<kFloats>(slice, out, acc);
     }
     int const thread = threadIdx.x % 128;
-    float4* const own = partial_slot<kFloats>(slice.partials, slice.own_slot);
-#pragma unroll
-    for (int i = 0; i < kFloats / 4; ++i) {
-      __stcg(own + i * 128 + thread,
-             make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-    }
+    store_partial_sums<kFloats>(slice.partials, slice.own_slot, acc);  // as step 25's slices do
     named_barrier_sync(slice.barrier_id, 128);
     if (thread == 0) {
       count_finished_slice(slice.counter);
