@@ -192,6 +192,17 @@ struct LastSliceHandOver {
   }
 };
 
+// Whether a hand-over sets every counter it used back to 0 before its kernel ends (its
+// kLeavesCountersAtZero; step 36), so that the counters can outlive the call.
+template <class SplitHandOver>
+constexpr bool leaves_counters_at_zero() {
+  if constexpr (requires { SplitHandOver::kLeavesCountersAtZero; }) {
+    return SplitHandOver::kLeavesCountersAtZero;
+  } else {
+    return false;
+  }
+}
+
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
           class SplitHandOver>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
@@ -364,7 +375,8 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   static int const resident = resident_clusters(kernel, kClusterSize, T::kThreads, T::kSharedBytes);
   Schedule const schedule = schedule_for(m, n, k, {kBM, kConsumers, kPairing}, resident);
   // The split's workspace (step 25): one slot of partial sums per cluster, block and consumer,
-  // and a counter per tail tile, block and consumer, cleared on the stream before the kernel.
+  // and a counter per tail tile, block and consumer, cleared on the stream before the kernel. A
+  // hand-over that leaves its counters at zero keeps both on the stream instead (step 36).
   std::unique_ptr<gemm::StreamWorkspace> workspace;
   float* partials = nullptr;
   int* counters = nullptr;
@@ -374,10 +386,17 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
     std::size_t const partial_bytes = slots * 128 * (kBM / 2) * sizeof(float);
     std::size_t const counter_bytes =
         static_cast<std::size_t>(schedule.tail_tiles) * kClusterSize * kConsumers * sizeof(int);
-    workspace = std::make_unique<gemm::StreamWorkspace>(partial_bytes + counter_bytes, stream);
-    partials = workspace->get<float>();
-    counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
-    gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
+    if constexpr (leaves_counters_at_zero<SplitHandOver>()) {
+      gemm::LastingWorkspace const lasting =
+          gemm::lasting_workspace(stream, partial_bytes, counter_bytes);
+      partials = static_cast<float*>(lasting.scratch);
+      counters = static_cast<int*>(lasting.zeroed);
+    } else {
+      workspace = std::make_unique<gemm::StreamWorkspace>(partial_bytes + counter_bytes, stream);
+      partials = workspace->get<float>();
+      counters = reinterpret_cast<int*>(workspace->get<unsigned char>() + partial_bytes);
+      gemm::check_cuda(cudaMemsetAsync(counters, 0, counter_bytes, stream), "cudaMemsetAsync");
+    }
   }
   unsigned const blocks = static_cast<unsigned>(schedule.clusters * kClusterSize);
   if (schedule.tail_tiles > 0 && SplitHandOver::waits_for_every_slice(schedule.splits)) {

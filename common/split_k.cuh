@@ -131,8 +131,9 @@ __device__ __forceinline__ void store_partial_sums(float* partials, std::size_t 
 // holding the whole tile's sums, added in slice order from slots first_slot, first_slot +
 // slot_stride, ... (own slot included, so that the sum is the same expression whoever adds it
 // up); false in the others, which have nothing more to do for this tile. `last_slice` is a shared
-// int of the warpgroup's, `barrier_id` its named barrier.
-template <int kFloats>
+// int of the warpgroup's, `barrier_id` its named barrier. With kResetCounter the last slice sets
+// the counter back to 0 once it has counted, which leaves it ready for the next kernel (step 36).
+template <int kFloats, bool kResetCounter = false>
 __device__ __forceinline__ bool reduce_tail_slices(float* partials, std::size_t own_slot,
                                                    std::size_t first_slot, std::size_t slot_stride,
                                                    int splits, int* counter, int& last_slice,
@@ -140,7 +141,11 @@ __device__ __forceinline__ bool reduce_tail_slices(float* partials, std::size_t 
   int const thread = threadIdx.x % 128;
   store_partial_sums<kFloats>(partials, own_slot, acc);
   named_barrier_sync(barrier_id, 128);
-  if (thread == 0) last_slice = count_finished_slice(counter) == splits - 1;
+  if (thread == 0) {
+    bool const last = count_finished_slice(counter) == splits - 1;
+    if (kResetCounter && last) atomicExch(counter, 0);  // no slice counts on it any more
+    last_slice = last;
+  }
   named_barrier_sync(barrier_id, 128);
   if (!last_slice) return false;
   float4 const* const first = partial_slot<kFloats>(partials, first_slot);

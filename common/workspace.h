@@ -32,4 +32,18 @@ class StreamWorkspace {
   cudaStream_t stream_;
 };
 
+// Memory kept for a stream from one call to the next (taught in step 36): `scratch` holds
+// scratch_bytes of anything, `zeroed` holds zeroed_bytes that are zero when a call starts, as long
+// as every kernel that uses them leaves them zero. Taking it again on the same stream costs no
+// allocation and no memset; only a call that needs more than the stream holds grows it (stream-
+// ordered: the old memory is freed behind the work already queued, the new zeroed on the stream).
+// One per stream, told apart by cudaStreamGetId, kept until the process ends. Calls on one stream
+// run one after another, so they can share it; calls on different streams never do.
+struct LastingWorkspace {
+  void* scratch;
+  void* zeroed;
+};
+LastingWorkspace lasting_workspace(cudaStream_t stream, std::size_t scratch_bytes,
+                                   std::size_t zeroed_bytes);
+
 }  // namespace gemm
