@@ -38,7 +38,8 @@ class StreamWorkspace {
 // allocation and no memset; only a call that needs more than the stream holds grows it (stream-
 // ordered: the old memory is freed behind the work already queued, the new zeroed on the stream).
 // One per stream, told apart by cudaStreamGetId, kept until the process ends. Calls on one stream
-// run one after another, so they can share it; calls on different streams never do.
+// run one after another, so they can share it; calls on different streams never do. The runtime
+// refuses cudaStreamGetId on a stream being captured into a CUDA graph, so such a call throws.
 struct LastingWorkspace {
   void* scratch;
   void* zeroed;
