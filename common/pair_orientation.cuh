@@ -3,8 +3,9 @@
 // (transposed_tile.cuh) on tiles of 64 to 256 rows and one to three consumers, step 25's split of
 // the last round, and step 26's model choosing among a list of tiles. A step that changes only the
 // list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
-// pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33) and how
-// the slices of a split tile hand over (SplitHandOver below, taught in step 35).
+// pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33), how
+// the slices of a split tile hand over (SplitHandOver below, taught in step 35) and how the call
+// treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -360,6 +361,18 @@ TileShape choose_tile(TileShape const (&shapes)[kCount], int m, int n, int k, in
   return choose_tile(shapes, m, n, k, clusters, [](TileShape) { return true; });
 }
 
+// How a call treats the row pitch of its operands: whether A is copied to a 128-byte pitch
+// (step 22), and the L2 promotion of each tensor map. Step 27's rule, kept by steps 32-36: A is
+// copied when TMA cannot read it, or its pitch is off and n >= 4096; every map promotes 256 bytes.
+struct CopyOffPitchA {
+  static bool copy_a(bf16 const* A, int lda, int n, TileShape /*shape*/) {
+    return gemm::should_copy_a(A, lda, n);
+  }
+  static CUtensorMapL2promotion l2_promotion(long long /*pitch_bytes*/) {
+    return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }
+};
+
 // --- the host -----------------------------------------------------------------------------------
 
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
@@ -424,26 +437,30 @@ void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const
 
 // The GEMM with block tiles of `shape`, one of the list kShapes: one launch is compiled per entry
 // and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel);
-// SplitHandOver: how the slices of a split tile hand over (see LastSliceHandOver).
+// SplitHandOver: how the slices of a split tile hand over (see LastSliceHandOver); PitchRule:
+// what the call does about a row pitch that is not a multiple of 128 bytes (see CopyOffPitchA).
 template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync,
-          class SplitHandOver = LastSliceHandOver>
+          class SplitHandOver = LastSliceHandOver, class PitchRule = CopyOffPitchA>
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
-  // A copied when TMA cannot read it or reads it slowly, B only when TMA cannot read it (step 22).
-  gemm::AlignedOperand const a(A, m, k, lda, gemm::should_copy_a(A, lda, n), stream);
+  // A copied when TMA cannot read it or when the rule says so, B only when TMA cannot read it.
+  gemm::AlignedOperand const a(A, m, k, lda, PitchRule::copy_a(A, lda, n, shape), stream);
   gemm::AlignedOperand const b(B, k, n, ldb, gemm::must_copy(B, ldb), stream);
   // A's box is a whole block tile (shape.height rows, at most 256: TMA's limit), or half of one
   // when the pair shares A; C's a piece.
   int const a_box_rows =
       shape.pairing == Pairing::kStacked ? shape.height : shape.height / kClusterSize;
-  CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), a_box_rows, kBK);
-  CUtensorMap const b_map = gemm::make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN);
+  CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), a_box_rows, kBK,
+                                                       PitchRule::l2_promotion(a.ld() * 2));
+  CUtensorMap const b_map = gemm::make_bf16_tensor_map(b.data(), k, n, b.ld(), kBK, kBoxN,
+                                                       PitchRule::l2_promotion(b.ld() * 2));
   Epilogue epilogue = Epilogue::kSingleStores;
   CUtensorMap c_map{};  // unused by the direct stores
   // TMA stores need C's rows 16-byte aligned, and n a multiple of 8 (step 24).
   if (gemm::rows_are_16_byte_aligned(C, ldc) && n % 8 == 0) {
     epilogue = Epilogue::kTmaStore;
-    c_map = gemm::make_bf16_tensor_map(C, m, n, ldc, kPieceRows, kBoxN);
+    c_map = gemm::make_bf16_tensor_map(C, m, n, ldc, kPieceRows, kBoxN,
+                                       PitchRule::l2_promotion(ldc * 2LL));
   } else if (gemm::rows_are_aligned<4>(C, ldc)) {
     epilogue = Epilogue::kPairStores;
   }

@@ -12,10 +12,13 @@ namespace gemm {
 // box_rows x box_cols elements (box_cols * 2 <= 128 bytes), stored in shared memory with the
 // 128-byte swizzle. Reads outside rows x cols return zeros. TMA needs the base address 16-byte
 // aligned and the row pitch a multiple of 16 bytes, i.e. gemm::rows_are_16_byte_aligned(data,
-// ld) (device_helpers.cuh; aligned_operand.cuh makes a copy that qualifies). Throws
+// ld) (device_helpers.cuh; aligned_operand.cuh makes a copy that qualifies). `promotion` is the
+// L2 promotion, how wide a block the L2 fetches for a read that misses it: 256 bytes unless a
+// step says otherwise (step 37 promotes 128 where rows do not start on 128-byte lines). Throws
 // std::runtime_error if the driver refuses the map.
-CUtensorMap make_bf16_tensor_map(void const* data, int rows, int cols, long long ld, int box_rows,
-                                 int box_cols);
+CUtensorMap make_bf16_tensor_map(
+    void const* data, int rows, int cols, long long ld, int box_rows, int box_cols,
+    CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 
 // The same for a row-major matrix of one-byte elements (FP8, steps 29 on), read as bytes: TMA
 // moves bits and zero-fills outside the matrix, and the 128-byte swizzle spans 128 elements. TMA
