@@ -132,9 +132,8 @@ struct PromotionByPitch {
   // shorter box it lost or tied.
   static bool copy_a(bf16 const* A, int lda, int n, TileShape shape) {
     if (gemm::must_copy(A, lda)) return true;
-    bool const pitch_128 = static_cast<long long>(lda) * 2 % 128 == 0;
     bool const a_box_of_256 = shape.pairing == Pairing::kStacked && shape.height == 256;
-    return !pitch_128 && n >= 4096 && a_box_of_256;
+    return a_box_of_256 && gemm::should_copy_a(A, lda, n);
   }
 };
 
