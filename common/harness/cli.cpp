@@ -161,7 +161,7 @@ std::string usage(std::string_view program) {
          "\n"
          "Checks this step's GEMM (C = alpha*A*B + beta*C, row-major; FP32 for steps 01-13\n"
          "and 28, BF16 in and out with FP32 accumulation for steps 14-27 and 32-37, scaled\n"
-         "FP8 in and BF16 out for steps 29-31) against a float64 reference, then times it\n"
+         "FP8 in and BF16 out for steps 29-31 and 38) against a float64 reference, then times it\n"
          "and cuBLAS (SGEMM, BF16 GEMM or cuBLASLt's FP8 matmul) in the same run.\n"
          "\n"
          "  SIZE            N for an N x N x N problem, or MxNxK (e.g. 1000x3000x2000);\n"
