@@ -149,9 +149,9 @@ __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&c
 // `even` and `odd` take turns: while the tensor cores run one k tile into one of them, the
 // consumer adds the other, whose group `wgmma_wait<1>` has just seen finish (groups finish in
 // order). Each pass covers kChunkTiles k tiles, fully unrolled, and ends with `wgmma_wait<0>`, so
-// ptxas sees the whole pattern in straight-line code; a loop that carried a group in flight from
-// one pass to the next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles
-// go one at a time.
+// the chunk each addition reads is fixed at compile time and no group is in flight at the loop's
+// back edge (step 31's README weighs this against a loop that carries one across). Leftover k
+// tiles go one at a time.
 __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
                                              int k_tiles, PipelineState<kStages>& read,
                                              float (&total)[kBN / 2]) {
@@ -169,7 +169,7 @@ __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& rin
     // tiles into `even` and `odd` in turn (issue_k_tile), and after each issue but the first wait
     // with wgmma_wait<1> until the older group is done, release its stage and promote that chunk
     // while the newer group runs. End with wgmma_wait<0>, so that no group is in flight at the back
-    // edge (ptxas serializes the wgmma otherwise, C7514), then release and promote the last chunk.
+    // edge, then release and promote the last chunk.
     // The placeholder runs the pass's k tiles one at a time, waiting for each, and promotes only
     // the last one.
     for (int t = 0; t < kChunkTiles - 1; ++t) {  // all but the last: issued, waited for, dropped

@@ -1,10 +1,9 @@
 // Step 31: overlapped promotion. Step 30 waits for a k tile's wgmma, then adds `chunk` into `total`
 // with FP32 additions while its own tensor cores have nothing queued: the additions cost it 12-23%
 // against step 29. Here each consumer keeps two chunks and alternates them: k tile t + 1 runs on
-// the tensor cores into one while k tile t is added from the other. ptxas allows this only when it
-// can see which wgmma group each addition waits for, so the loop body covers four k tiles and
-// leaves no wgmma in flight at its back edge; the last chunk of each body is added with nothing
-// queued.
+// the tensor cores into one while k tile t is added from the other. The loop body covers four k
+// tiles, unrolled, so that each addition's chunk is known at compile time, and leaves no wgmma in
+// flight at its back edge; the last chunk of each body is added with nothing queued.
 //
 // The price is a third set of accumulators: 128 x 128 tiles (64 + 64 + 64 per consumer thread),
 // which need six stages of 32 KB to keep the producer ahead. The accuracy is step 30's, bit for
@@ -156,9 +155,9 @@ __device__ __forceinline__ void promote(float (&total)[kBN / 2], float const (&c
 // `even` and `odd` take turns: while the tensor cores run one k tile into one of them, the
 // consumer adds the other, whose group `wgmma_wait<1>` has just seen finish (groups finish in
 // order). Each pass covers kChunkTiles k tiles, fully unrolled, and ends with `wgmma_wait<0>`, so
-// ptxas sees the whole pattern in straight-line code; a loop that carried a group in flight from
-// one pass to the next would make it serialize the wgmma (ptxas message C7514). Leftover k tiles
-// go one at a time.
+// the chunk each addition reads is fixed at compile time and no group is in flight at the loop's
+// back edge (step 31's README weighs this against a loop that carries one across). Leftover k
+// tiles go one at a time.
 __device__ __forceinline__ void consume_tile(StageRing<SharedStorage> const& ring, int consumer,
                                              int k_tiles, PipelineState<kStages>& read,
                                              float (&total)[kBN / 2]) {
