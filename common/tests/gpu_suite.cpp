@@ -306,6 +306,10 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   // of 8), C written in pairs (ldc not a multiple of 8), and beta.
   check_case({250, 2000, 2200});
   check_case({300, 1000, 6000}, {8, 4, 2, 0}, {0.75f, -0.5f});
+  // A round fewer of 144-column tiles than of 128, and a long K (step 39 takes 144 there): 8 pairs
+  // of 128-row tiles by 8 columns of 144 = 64 cluster tiles on an H100's 66, against 8 x 9 = 72 of
+  // 128; the last column holds 136 of 144, so the last 16-column piece of C is clipped; 17 k tiles.
+  check_case({2047, 1144, 2100}, {8, 8, 8, 0}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -316,6 +320,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({1031, 1031, 1031});
   check_bitwise_repeatable({35, 79, 19});
   check_bitwise_repeatable({1000, 1000, 333}, {}, {1.5f, 2.0f});
+  check_bitwise_repeatable({2048, 1152, 2048});  // step 39's 144-column tiles
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
