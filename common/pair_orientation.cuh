@@ -5,7 +5,8 @@
 // list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
 // pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33), how
 // the slices of a split tile hand over (SplitHandOver below, taught in step 35) and how the call
-// treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37).
+// treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37) and
+// how a consumer issues a k tile's wgmma (WgmmaIssue below, taught in step 41).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -204,8 +205,26 @@ constexpr bool leaves_counters_at_zero() {
   }
 }
 
+// How a consumer warpgroup learns which consumer it is, and issues the wgmma of one k tile.
+// consumer_index(warpgroup): 0 .. kConsumers - 1, from the warpgroup's index in the block (the
+// producer is warpgroup 0). k_tile(acc, a_stage, b_stage, consumer): the kBK / kWgmmaK wgmma of
+// the stage at those shared addresses, into acc. The default is what steps 27-37 do: the index
+// computed in every thread, and both descriptors built for every wgmma. Step 41
+// (steps/41_bf16_uniform_descriptors/) teaches what that costs in the k loop, and a cheaper way.
+struct DescriptorsPerWgmma {
+  __device__ static int consumer_index(int warpgroup) { return warpgroup - 1; }
+  template <int kBM>
+  __device__ static void k_tile(float (&acc)[kBM / 2], std::uint32_t a_stage, std::uint32_t b_stage,
+                                int consumer) {
+#pragma unroll
+    for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+      wgmma_bf16<kBM>(acc, b_box_descriptor(b_stage, consumer, kk), a_tile_descriptor(a_stage, kk));
+    }
+  }
+};
+
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver>
+          class SplitHandOver, class WgmmaIssue>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
     pair_orientation_kernel(const __grid_constant__ CUtensorMap a_map,
                             const __grid_constant__ CUtensorMap b_map,
@@ -259,7 +278,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     }
   } else {
     claim_registers<T::kConsumerRegisters>();
-    int const consumer = warpgroup - 1;
+    int const consumer = WgmmaIssue::consumer_index(warpgroup);
     __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
     PipelineState<kStages> read;
     PipelineState<kStages> release;
@@ -275,11 +294,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
       for (int i = 0; i < kBM / 2; ++i)
         acc[i] = 0.0f;
       consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
-#pragma unroll
-        for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
-          wgmma_bf16<kBM>(acc, b_box_descriptor(ring.b_tile(stage), consumer, kk),
-                          a_tile_descriptor(ring.a_tile(stage), kk));
-        }
+        WgmmaIssue::template k_tile<kBM>(acc, ring.a_tile(stage), ring.b_tile(stage), consumer);
       });
       if (unit.tail_tile >= 0) {
         // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
@@ -376,12 +391,12 @@ struct CopyOffPitchA {
 // --- the host -----------------------------------------------------------------------------------
 
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver>
+          class SplitHandOver, class WgmmaIssue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
-  constexpr auto kernel =
-      pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync, SplitHandOver>;
+  constexpr auto kernel = pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync,
+                                                  SplitHandOver, WgmmaIssue>;
   gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
   check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
                                  kConsumers);
@@ -424,13 +439,14 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
 }
 
 // The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
-template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync, class SplitHandOver>
+template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync, class SplitHandOver,
+          class WgmmaIssue>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
   gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
       epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver>(
+        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver, WgmmaIssue>(
             a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
       });
 }
@@ -438,9 +454,11 @@ void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const
 // The GEMM with block tiles of `shape`, one of the list kShapes: one launch is compiled per entry
 // and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel);
 // SplitHandOver: how the slices of a split tile hand over (see LastSliceHandOver); PitchRule:
-// what the call does about a row pitch that is not a multiple of 128 bytes (see CopyOffPitchA).
+// what the call does about a row pitch that is not a multiple of 128 bytes (see CopyOffPitchA);
+// WgmmaIssue: how a consumer issues a k tile's wgmma (see DescriptorsPerWgmma).
 template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync,
-          class SplitHandOver = LastSliceHandOver, class PitchRule = CopyOffPitchA>
+          class SplitHandOver = LastSliceHandOver, class PitchRule = CopyOffPitchA,
+          class WgmmaIssue = DescriptorsPerWgmma>
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
   // A copied when TMA cannot read it or when the rule says so, B only when TMA cannot read it.
@@ -469,7 +487,7 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
     (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
                    shape.pairing == kShapes[kIndex].pairing
                ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers,
-                              kShapes[kIndex].pairing, ClusterSync, SplitHandOver>(
+                              kShapes[kIndex].pairing, ClusterSync, SplitHandOver, WgmmaIssue>(
                      epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
                : void()));
   };
