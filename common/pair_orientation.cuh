@@ -208,8 +208,8 @@ constexpr bool leaves_counters_at_zero() {
 // How a consumer warpgroup learns which consumer it is, and issues the wgmma of one k tile.
 // consumer_index(warpgroup): 0 .. kConsumers - 1, from the warpgroup's index in the block (the
 // producer is warpgroup 0). k_tile(acc, a_stage, b_stage, consumer): the kBK / kWgmmaK wgmma of
-// the stage at those shared addresses, into acc. The default is what steps 27-37 do: the index
-// computed in every thread, and both descriptors built for every wgmma. Step 41
+// the stage at those shared addresses, into acc. The default is step 27's: the index computed in
+// every thread, and both descriptors built for every wgmma. Step 41
 // (steps/41_bf16_uniform_descriptors/) teaches what that costs in the k loop, and a cheaper way.
 struct DescriptorsPerWgmma {
   __device__ static int consumer_index(int warpgroup) { return warpgroup - 1; }
