@@ -3,10 +3,9 @@
 // with the constant strides and swizzle mode. Step 39 builds both for every wgmma, four times per
 // k tile, although within a k tile only the start changes, by the same 32 bytes each time. Here
 // each k tile's two descriptors are built once, from the stage's addresses, and the next wgmma's
-// are those plus 2 (32 bytes in the field's units of 16). The pass of four k tiles falls from 553
-// instructions to 458 at 144 columns (514 to 418 at 128). Everything else is step 39's: the width
-// chosen per shape, the passes, the promotion; the sums, their order and so C are step 39's, bit
-// for bit.
+// are those plus 2 (32 bytes in the field's units of 16): the mask, shift and or leave the k loop.
+// Everything else is step 39's: the width chosen per shape, the passes, the promotion; the sums,
+// their order and so C are step 39's, bit for bit.
 //
 // Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
 #include <cuda.h>

@@ -5,8 +5,8 @@
 // two descriptors are built from its shared address, masked, shifted and or-ed with the constant
 // fields, four times per k tile. Here `consumer` is read from lane 0 with __shfl_sync (step 38),
 // and each k tile's two descriptors are built once and advanced by a constant per wgmma (step 40):
-// the k loop of the 128 x 256 kernel falls from 99 instructions to 60. The sums, their order and
-// so C are step 37's, bit for bit.
+// the copies and most of the descriptor arithmetic leave the k loop. The sums, their order and so C
+// are step 37's, bit for bit.
 //
 // The kernel is step 27's (common/pair_orientation.cuh), which takes the struct below as its
 // WgmmaIssue; the cluster barriers are step 33's, the tiles and their rule step 34's, the shares
