@@ -310,6 +310,12 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   // of 128-row tiles by 8 columns of 144 = 64 cluster tiles on an H100's 66, against 8 x 9 = 72 of
   // 128; the last column holds 136 of 144, so the last 16-column piece of C is clipped; 17 k tiles.
   check_case({2047, 1144, 2100}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  // Short tiles in stacked pairs, where B is wider than A is tall (step 42): 64-row tiles with a
+  // last tile of 2 rows (450 = 7 x 64 + 2), rows padded by 8 and beta; 96-row tiles with B copied
+  // (ldb 3333, not a multiple of 8) and C written element by element; 112-row tiles.
+  check_case({450, 2000, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_case({333, 3333, 333});
+  check_case({650, 2600, 260});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -321,6 +327,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({35, 79, 19});
   check_bitwise_repeatable({1000, 1000, 333}, {}, {1.5f, 2.0f});
   check_bitwise_repeatable({2048, 1152, 2048});  // step 39's 144-column tiles
+  check_bitwise_repeatable({450, 2000, 700});    // step 42's stacked 64-row tiles
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
