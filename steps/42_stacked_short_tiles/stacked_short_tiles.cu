@@ -3,8 +3,8 @@
 // side (128h + 2 x 8,192c). Step 27 worked this out and kept side by side for tiles of 112 rows and
 // fewer, since it added them for matrices of one tile row, where a stacked pair's lower block would
 // multiply zeros. But a tile of 64 to 112 rows and 128 columns is wider than tall (h < 64c), and
-// where the matrix has two tile rows or more, stacking it requests fewer bytes for the same C: 32
-// KB instead of 40 KB per k tile with 64 x 128 tiles. This step adds the three short tiles stacked
+// where the matrix has two tile rows or more, stacking it requests fewer bytes for the same C (with
+// 64 x 128 tiles, 32 KB per k tile instead of 40). This step adds the three short tiles stacked
 // to step 41's list, before their side-by-side twins: the model, which prices a tile by how it
 // fills the rounds and not by its pairing, keeps the first of two plans that cost the same. They
 // are allowed only where B is the larger operand (n > m): where A was as large, they measured
