@@ -160,7 +160,7 @@ std::string usage(std::string_view program) {
          " [options] [SIZE ...]\n"
          "\n"
          "Checks this step's GEMM (C = alpha*A*B + beta*C, row-major; FP32 for steps 01-13\n"
-         "and 28, BF16 in and out with FP32 accumulation for steps 14-27, 32-37, 41 and 42,\n"
+         "and 28, BF16 in and out with FP32 accumulation for steps 14-27, 32-37 and 41-43,\n"
          "scaled FP8 in and BF16 out for steps 29-31 and 38-40) against a float64 reference,\n"
          "times it and cuBLAS (SGEMM, BF16 GEMM or cuBLASLt's FP8 matmul) in the same run.\n"
          "\n"

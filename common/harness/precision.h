@@ -1,7 +1,7 @@
 // The precision contracts the harness and the test suite are written for. Each names its
 // element types, how it rounds (for the error bound), how to call a step and how to call the
 // cuBLAS routine it is measured against: FP32 for steps 01-13 (CUDA cores), BF16 in and out with
-// FP32 accumulation for the BF16 tensor-core steps (14-27, 32-37, 41, 42), FP32 from split
+// FP32 accumulation for the BF16 tensor-core steps (14-27, 32-37, 41-43), FP32 from split
 // operands on the tensor cores (28), and scaled FP8 (E4M3) in, BF16 out (29-31, 38-40).
 //
 // Every precision has the same members, so the harness and the suite are written once:

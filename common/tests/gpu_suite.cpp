@@ -316,6 +316,12 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({450, 2000, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_case({333, 3333, 333});
   check_case({650, 2600, 260});
+  // Short tiles stacked where m >= n, where stacked they need fewer pairs than side by side (step
+  // 43): 96-row tiles padded by 8 with beta; 64-row tiles with B copied (ldb 797) and C written
+  // element by element; 112-row tiles.
+  check_case({1100, 1090, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_case({801, 797, 301});
+  check_case({1750, 880, 333});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -328,6 +334,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({1000, 1000, 333}, {}, {1.5f, 2.0f});
   check_bitwise_repeatable({2048, 1152, 2048});  // step 39's 144-column tiles
   check_bitwise_repeatable({450, 2000, 700});    // step 42's stacked 64-row tiles
+  check_bitwise_repeatable({1100, 1090, 700});   // step 43's stacked 96-row tiles, m > n
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
