@@ -1,7 +1,7 @@
 // The step contract: the one entry point every step defines, sgemm for the FP32 steps
 // (01-13 on the CUDA cores, 28 on the tensor cores), bf16_gemm for the BF16 steps (14-27,
-// 32-37, 41-43), fp8_gemm for the FP8 steps (29-31, 38-40), whose B is given transposed and whose
-// operands carry scales.
+// 32-37, 41-43), fp8_gemm for the FP8 steps (29-31, 38-40, 44), whose B is given transposed and
+// whose operands carry scales.
 //
 //   C = alpha * A * B + beta * C      (row-major, BLAS-style)
 //

@@ -161,7 +161,7 @@ std::string usage(std::string_view program) {
          "\n"
          "Checks this step's GEMM (C = alpha*A*B + beta*C, row-major; FP32 for steps 01-13\n"
          "and 28, BF16 in and out with FP32 accumulation for steps 14-27, 32-37 and 41-43,\n"
-         "scaled FP8 in and BF16 out for steps 29-31 and 38-40) against a float64 reference,\n"
+         "scaled FP8 in and BF16 out for steps 29-31, 38-40 and 44) against a float64 reference,\n"
          "times it and cuBLAS (SGEMM, BF16 GEMM or cuBLASLt's FP8 matmul) in the same run.\n"
          "\n"
          "  SIZE            N for an N x N x N problem, or MxNxK (e.g. 1000x3000x2000);\n"

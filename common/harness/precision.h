@@ -2,7 +2,7 @@
 // element types, how it rounds (for the error bound), how to call a step and how to call the
 // cuBLAS routine it is measured against: FP32 for steps 01-13 (CUDA cores), BF16 in and out with
 // FP32 accumulation for the BF16 tensor-core steps (14-27, 32-37, 41-43), FP32 from split
-// operands on the tensor cores (28), and scaled FP8 (E4M3) in, BF16 out (29-31, 38-40).
+// operands on the tensor cores (28), and scaled FP8 (E4M3) in, BF16 out (29-31, 38-40, 44).
 //
 // Every precision has the same members, so the harness and the suite are written once:
 //   Input, Output         the element types of A and B, and of C, on the device;

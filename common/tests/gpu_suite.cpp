@@ -322,6 +322,13 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({1100, 1090, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_case({801, 797, 301});
   check_case({1750, 880, 333});
+  // The FP8 tile's widths of step 44: 208 columns, 8 pairs of 128-row tiles by 8 columns = 64
+  // cluster tiles, the last column holding 200 of 208, so the last 16-column piece of C is
+  // clipped, with rows padded by 8 and beta; 208 columns with C written element by element (n
+  // odd); 192 columns, 4 pairs by 16 columns, the last holding 120 of 192.
+  check_case({2000, 1656, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_case({2047, 1649, 333});
+  check_case({1000, 3000, 333}, {}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -335,6 +342,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({2048, 1152, 2048});  // step 39's 144-column tiles
   check_bitwise_repeatable({450, 2000, 700});    // step 42's stacked 64-row tiles
   check_bitwise_repeatable({1100, 1090, 700});   // step 43's stacked 96-row tiles, m > n
+  check_bitwise_repeatable({2000, 1656, 700});   // step 44's 208-column FP8 tiles
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
