@@ -191,8 +191,8 @@ __device__ __forceinline__ void promote(float (&total)[kCount], float const (&ch
 // The turns: consumer 0 issues a k tile, then consumer 1 the same k tile, then consumer 0 the next,
 // and so on across every tile of the kernel. Each waits at one named barrier for the other's last
 // issue and arrives at the other once it has issued (bar.arrive does not wait). Consumer 1 arrives
-// once before its first turn, as if it had issued, and consumer 0 takes that arrival back after its
-// last turn, so that every barrier's arrivals pair up.
+// once before its first turn, as if it had issued, and consumer 0 waits once more after its last
+// turn, for consumer 1's last arrival, so that every barrier's arrivals pair up.
 constexpr int kIssuedBy0 = 3;  // named barriers 1 and 2 are the consumers' own, in the epilogue
 constexpr int kIssuedBy1 = 4;
 constexpr int kBothConsumers = 2 * 128;
