@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 
 #include "aligned_operand.cuh"
@@ -394,11 +395,12 @@ int resident_clusters_of() {
 // same, the wider.
 constexpr int kWidths[] = {208, 192, 128};
 constexpr int kOverheadColumns = 32;
-int choose_width(int m, int n, int const (&resident)[3]) {
+constexpr int kWidthCount = static_cast<int>(std::size(kWidths));
+int choose_width(int m, int n, int const (&resident)[kWidthCount]) {
   long long const pair_rows = gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize);
   int best = kWidths[0];
   long long best_cost = -1;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kWidthCount; ++i) {
     long long const cluster_tiles = pair_rows * gemm::ceil_div(n, kWidths[i]);
     long long const rounds = gemm::ceil_div(cluster_tiles, static_cast<long long>(resident[i]));
     long long const cost = rounds * (kWidths[i] + kOverheadColumns);
@@ -413,7 +415,7 @@ int choose_width(int m, int n, int const (&resident)[3]) {
 template <int kBN, Epilogue kEpilogue>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map,
             CUtensorMap const& c_map16, int m, int n, int k, float alpha, float const* a_scale,
-            float const* b_scale, float beta, bf16* C, int ldc, int resident, cudaStream_t stream) {
+            float const* b_scale, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using W = Width<kBN>;
   constexpr auto kernel = taking_turns_kernel<kBN, kEpilogue>;
   gemm::opt_in_shared_memory<kernel>(W::kSharedBytes);
@@ -422,7 +424,7 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
   long long const cluster_tiles =
       static_cast<long long>(gemm::ceil_div(gemm::ceil_div(m, kBM), kClusterSize)) *
       gemm::ceil_div(n, kBN);
-  long long const clusters = std::min<long long>(cluster_tiles, resident);
+  long long const clusters = std::min<long long>(cluster_tiles, resident_clusters_of<kBN>());
   kernel<<<static_cast<unsigned>(clusters * kClusterSize), kThreads, W::kSharedBytes, stream>>>(
       a_map, b_map, c_map, c_map16, m, n, k, alpha, a_scale, b_scale, beta, C, ldc);
 }
@@ -439,8 +441,8 @@ void gemm::fp8_gemm(int m, int n, int k, float alpha, fp8 const* A, int lda, fp8
   AlignedFp8Operand const a(A, m, k, lda, stream);
   AlignedFp8Operand const b(B, n, k, ldb, stream);
   check_launch("fp8_gemm");
-  int const resident[3] = {resident_clusters_of<208>(), resident_clusters_of<192>(),
-                           resident_clusters_of<128>()};
+  int const resident[kWidthCount] = {resident_clusters_of<208>(), resident_clusters_of<192>(),
+                                     resident_clusters_of<128>()};  // in the order of kWidths
   int const width = choose_width(m, n, resident);
   CUtensorMap const a_map = make_fp8_tensor_map(a.data(), m, k, a.ld(), kBM, kBK);
   CUtensorMap const b_map = make_fp8_tensor_map(b.data(), n, k, b.ld(), width / kClusterSize, kBK);
@@ -461,11 +463,7 @@ void gemm::fp8_gemm(int m, int n, int k, float alpha, fp8 const* A, int lda, fp8
     dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
         epilogue, [&](auto kEpilogue) {
           launch<kBN(), kEpilogue()>(a_map, b_map, c_map, c_map16, m, n, k, alpha, a_scale, b_scale,
-                                     beta, C, ldc,
-                                     resident[kBN() == 208   ? 0
-                                              : kBN() == 192 ? 1
-                                                             : 2],
-                                     stream);
+                                     beta, C, ldc, stream);
         });
   });
   check_launch("fp8_gemm");
