@@ -5,8 +5,9 @@
 // list includes this header, declares its list and calls choose_tile and gemm_with_tile, and may
 // pass how the kernel opens and closes its cluster (ClusterSync below, taught in step 33), how
 // the slices of a split tile hand over (SplitHandOver below, taught in step 35) and how the call
-// treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37) and
-// how a consumer issues a k tile's wgmma (WgmmaIssue below, taught in step 41).
+// treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37), how
+// a consumer issues a k tile's wgmma (WgmmaIssue below, taught in step 41) and how the epilogue
+// reads C where beta != 0 (CSource below, taught in step 45).
 // Compiles only for sm_90a.
 #pragma once
 
@@ -223,8 +224,28 @@ struct DescriptorsPerWgmma {
   }
 };
 
+// How the epilogue reads C where beta != 0. init() runs in thread 0 before the barriers are
+// fenced; prefetch() in every thread of a consumer once it has committed the first k tile of a
+// whole tile; store() writes the consumer's part of the tile. The default is
+// step 24's: each thread loads its elements of C from global memory as it scales them. Step 45
+// (steps/45_c_by_tma/) teaches loading C's pieces by TMA into the staging buffers instead.
+struct ElementLoadsOfC {
+  __device__ static void init() {}
+  template <int kBM, Epilogue kEpilogue>
+  __device__ static void prefetch(CUtensorMap const*, bf16 (&)[2][kGroupRows * kBoxN], int, int,
+                                  float, int, int) {}
+  template <int kBM, Epilogue kEpilogue>
+  __device__ static void store(CUtensorMap const* c_map, bf16 (&staging)[2][kGroupRows * kBoxN],
+                               int& groups, int consumer, bf16* C, int ldc, int m, int n,
+                               float alpha, float beta, int first_row, int first_col,
+                               float const (&acc)[kBM / 2], bool /*prefetched*/) {
+    store_transposed_tile<kBM, kEpilogue>(c_map, staging, groups, consumer, C, ldc, m, n, alpha,
+                                          beta, first_row, first_col, acc);
+  }
+};
+
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver, class WgmmaIssue>
+          class SplitHandOver, class WgmmaIssue, class CSource>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
     pair_orientation_kernel(const __grid_constant__ CUtensorMap a_map,
                             const __grid_constant__ CUtensorMap b_map,
@@ -251,6 +272,7 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
       mbarrier_init(ring.full(stage), 1);
       mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
     }
+    CSource::init();
     fence_barrier_init();
   }
   ClusterSync::start();
@@ -293,9 +315,19 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
 #pragma unroll
       for (int i = 0; i < kBM / 2; ++i)
         acc[i] = 0.0f;
-      consume_k_range<kClusterSize>(ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
-        WgmmaIssue::template k_tile<kBM>(acc, ring.a_tile(stage), ring.b_tile(stage), consumer);
-      });
+      bool const whole_tile = unit.tail_tile < 0;  // a whole tile always reaches its epilogue
+      consume_k_range<kClusterSize>(
+          ring, unit.k_begin, unit.k_end, read, release,
+          [&](int stage) {
+            WgmmaIssue::template k_tile<kBM>(acc, ring.a_tile(stage), ring.b_tile(stage), consumer);
+          },
+          [&] {
+            if (whole_tile) {
+              CSource::template prefetch<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
+                                                         consumer, beta, tile_m * kBM,
+                                                         tile_n * kBN + consumer * kBoxN);
+            }
+          });
       if (unit.tail_tile >= 0) {
         // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
         std::size_t const slot_stride = kClusterSize * kConsumers;
@@ -316,9 +348,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
           continue;  // nothing more for this warpgroup to do on the tile
         }
       }
-      store_transposed_tile<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer, C,
-                                            ldc, m, n, alpha, beta, tile_m * kBM,
-                                            tile_n * kBN + consumer * kBoxN, acc);
+      CSource::template store<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer, C,
+                                              ldc, m, n, alpha, beta, tile_m * kBM,
+                                              tile_n * kBN + consumer * kBoxN, acc, whole_tile);
     }
     // The last stores must have landed before the kernel ends.
     if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
@@ -391,12 +423,12 @@ struct CopyOffPitchA {
 // --- the host -----------------------------------------------------------------------------------
 
 template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver, class WgmmaIssue>
+          class SplitHandOver, class WgmmaIssue, class CSource>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
   constexpr auto kernel = pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync,
-                                                  SplitHandOver, WgmmaIssue>;
+                                                  SplitHandOver, WgmmaIssue, CSource>;
   gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
   check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
                                  kConsumers);
@@ -440,14 +472,14 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
 
 // The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
 template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync, class SplitHandOver,
-          class WgmmaIssue>
+          class WgmmaIssue, class CSource>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
   gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
       epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver, WgmmaIssue>(
-            a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver, WgmmaIssue,
+               CSource>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
       });
 }
 
@@ -455,10 +487,11 @@ void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const
 // and epilogue. ClusterSync: how the kernel opens and closes its cluster (see the kernel);
 // SplitHandOver: how the slices of a split tile hand over (see LastSliceHandOver); PitchRule:
 // what the call does about a row pitch that is not a multiple of 128 bytes (see CopyOffPitchA);
-// WgmmaIssue: how a consumer issues a k tile's wgmma (see DescriptorsPerWgmma).
+// WgmmaIssue: how a consumer issues a k tile's wgmma (see DescriptorsPerWgmma); CSource: how the
+// epilogue reads C where beta != 0 (see ElementLoadsOfC).
 template <auto const& kShapes, class ClusterSync = ReleaseAcquireClusterSync,
           class SplitHandOver = LastSliceHandOver, class PitchRule = CopyOffPitchA,
-          class WgmmaIssue = DescriptorsPerWgmma>
+          class WgmmaIssue = DescriptorsPerWgmma, class CSource = ElementLoadsOfC>
 void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 const* A, int lda,
                     bf16 const* B, int ldb, float beta, bf16* C, int ldc, cudaStream_t stream) {
   // A copied when TMA cannot read it or when the rule says so, B only when TMA cannot read it.
@@ -484,12 +517,13 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
   }
   // One launch per entry of kShapes and epilogue; the one that matches runs.
   auto const launch_matching = [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
-    (..., (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
-                   shape.pairing == kShapes[kIndex].pairing
-               ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers,
-                              kShapes[kIndex].pairing, ClusterSync, SplitHandOver, WgmmaIssue>(
-                     epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
-               : void()));
+    (...,
+     (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
+              shape.pairing == kShapes[kIndex].pairing
+          ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers, kShapes[kIndex].pairing,
+                         ClusterSync, SplitHandOver, WgmmaIssue, CSource>(
+                epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
+          : void()));
   };
   launch_matching(std::make_index_sequence<std::size(kShapes)>{});
 }

@@ -70,13 +70,15 @@ __device__ __forceinline__ void produce(StageRing<Storage> const& ring, CUtensor
 // A consumer warpgroup's walk over k tiles [k_begin, k_end): wait until the stage is full, let
 // `issue(stage)` issue its wgmma, commit them, and keep one group running while the previous
 // stage is handed back to every block of the cluster (one arrival per warp). The last stage is
-// handed back once all the wgmma are done.
-template <int kClusterSize, class Storage, class Issue>
+// handed back once all the wgmma are done. `after_first_commit()` runs once, while the first k
+// tile's wgmma run (step 45 asks for C there).
+template <int kClusterSize, class Storage, class Issue, class AfterFirstCommit>
 __device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, int k_begin,
                                                 int k_end,
                                                 PipelineState<StageRing<Storage>::kStages>& read,
                                                 PipelineState<StageRing<Storage>::kStages>& release,
-                                                Issue&& issue) {
+                                                Issue&& issue,
+                                                AfterFirstCommit&& after_first_commit) {
   bool const lane_zero = threadIdx.x % 32 == 0;
   auto const release_stage = [&]() {
     if (lane_zero) {
@@ -91,11 +93,22 @@ __device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, 
     wgmma_fence();
     issue(read.stage);
     wgmma_commit();
+    if (k_tile == k_begin) after_first_commit();
     wgmma_wait<1>();
     if (k_tile > k_begin) release_stage();
   }
   wgmma_wait<0>();
   release_stage();
+}
+
+// The same with nothing to do after the first commit.
+template <int kClusterSize, class Storage, class Issue>
+__device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, int k_begin,
+                                                int k_end,
+                                                PipelineState<StageRing<Storage>::kStages>& read,
+                                                PipelineState<StageRing<Storage>::kStages>& release,
+                                                Issue&& issue) {
+  consume_k_range<kClusterSize>(ring, k_begin, k_end, read, release, issue, [] {});
 }
 
 }  // namespace gemm::hopper

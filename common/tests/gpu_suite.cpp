@@ -329,6 +329,14 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({2000, 1656, 700}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_case({2047, 1649, 333});
   check_case({1000, 3000, 333}, {}, {0.75f, -0.5f});
+  // C read by TMA where beta != 0 (step 45): 176-row tiles of three consumers, whose last group of
+  // C is 16 rows, over a last tile row that mostly lies outside C (1640 = 9 x 176 + 56: TMA
+  // zero-fills the loads there and clips the stores); 112-row tiles side by side, 20 of them split
+  // in 3 slices, whose last slice asks for C only in its epilogue; 112-row stacked tiles split
+  // in 7.
+  check_case({1640, 2176, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_case({520, 960, 3000}, {}, {-1.0f, 2.0f});
+  check_case({200, 1088, 3000}, {}, {0.75f, 1.0f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -343,6 +351,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({450, 2000, 700});    // step 42's stacked 64-row tiles
   check_bitwise_repeatable({1100, 1090, 700});   // step 43's stacked 96-row tiles, m > n
   check_bitwise_repeatable({2000, 1656, 700});   // step 44's 208-column FP8 tiles
+  check_bitwise_repeatable({1640, 2176, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});  // step 45's C by TMA
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
