@@ -196,18 +196,26 @@ struct TmaLoadsOfC {
     }
   }
 
-  // Once the tile's first k tile is committed: as soon as the last tile's stores have read both
-  // staging buffers, the leader asks for the tile's first two groups of C. The k loop hides the
-  // trip to memory.
+  // The leader's loads of the tile's first two groups of C, as soon as the last tile's stores
+  // have read both staging buffers.
+  template <int kBM>
+  __device__ static void load_first_groups(CUtensorMap const* c_map,
+                                           bf16 (&staging)[2][kGroupRows * kBoxN], int consumer,
+                                           int groups, int first_row, int first_col) {
+    bulk_wait_group_read<0>();
+    load_group<kBM>(c_map, staging, consumer, groups, 0, first_row, first_col);
+    load_group<kBM>(c_map, staging, consumer, groups + 1, 1, first_row, first_col);
+  }
+
+  // Once the tile's first k tile is committed, the leader asks for the first two groups: the k
+  // loop hides the trip to memory.
   template <int kBM, Epilogue kEpilogue>
   __device__ static void prefetch(CUtensorMap const* c_map, bf16 (&staging)[2][kGroupRows * kBoxN],
                                   int groups, int consumer, float beta, int first_row,
                                   int first_col) {
     if constexpr (kEpilogue == Epilogue::kTmaStore) {
       if (beta == 0.0f || threadIdx.x % 128 != 0) return;
-      bulk_wait_group_read<0>();
-      load_group<kBM>(c_map, staging, consumer, groups, 0, first_row, first_col);
-      load_group<kBM>(c_map, staging, consumer, groups + 1, 1, first_row, first_col);
+      load_first_groups<kBM>(c_map, staging, consumer, groups, first_row, first_col);
     }
   }
 
@@ -232,9 +240,7 @@ struct TmaLoadsOfC {
     int const chunk = 2 * warp + matrix % 2;  // in the 16-byte chunk of columns 8 chunk .. + 7
     if (!prefetched && leader) {
       // A split tile's last slice: nothing was asked for during its k loop.
-      bulk_wait_group_read<0>();
-      load_group<kBM>(c_map, staging, consumer, groups, 0, first_row, first_col);
-      load_group<kBM>(c_map, staging, consumer, groups + 1, 1, first_row, first_col);
+      load_first_groups<kBM>(c_map, staging, consumer, groups, first_row, first_col);
     }
 #pragma unroll
     for (int group = 0; group < kGroups; ++group, ++groups) {
