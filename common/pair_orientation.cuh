@@ -7,7 +7,8 @@
 // the slices of a split tile hand over (SplitHandOver below, taught in step 35) and how the call
 // treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37), how
 // a consumer issues a k tile's wgmma (WgmmaIssue below, taught in step 41) and how the epilogue
-// reads C where beta != 0 (CSource below, taught in step 45).
+// reads C where beta != 0 (CSource below, taught in step 45). Step 46 adds a third pairing,
+// Pairing::kStackedOddRowSide.
 // Compiles only for sm_90a.
 #pragma once
 
@@ -53,8 +54,10 @@ inline constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt 
 // --- the pair -----------------------------------------------------------------------------------
 
 // How the two blocks of a cluster sit: one above the other (same columns, sharing B, steps 21-26)
-// or side by side (same rows, sharing A).
-enum class Pairing { kStacked, kSideBySide };
+// or side by side (same rows, sharing A). kStackedOddRowSide (step 46): stacked, except that an odd
+// last tile row is paired side by side instead of with a tile wholly outside C; A's map then has
+// boxes of half a tile, as side by side, and a stacked pair loads its A tile in two.
+enum class Pairing { kStacked, kSideBySide, kStackedOddRowSide };
 
 // The producer of a side-by-side pair: the k tiles [k_begin, k_end) of A's rows a_row .. + kBM - 1
 // and of kBoxes boxes of B from column b_col. Block `rank` loads rows rank x kBM / 2 .. + kBM / 2 -
@@ -81,13 +84,51 @@ __device__ __forceinline__ void produce_side_by_side(
   }
 }
 
+// A stacked pair's producer when A's map has boxes of half a tile (kStackedOddRowSide): A's tile
+// in two loads of kBM / 2 rows, B's boxes shared as in produce().
+template <int kBM, int kBoxes, class Storage>
+__device__ __forceinline__ void produce_stacked_in_halves(
+    StageRing<Storage> const& ring, CUtensorMap const* a_map, CUtensorMap const* b_map, int a_row,
+    int b_col, int k_begin, int k_end, unsigned rank,
+    PipelineState<StageRing<Storage>::kStages>& write) {
+  constexpr int kHalfRows = kBM / 2;
+  static_assert(kHalfRows % 8 == 0, "each half of A's tile is whole 8-row swizzle atoms");
+  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, write.advance()) {
+    mbarrier_wait(ring.empty(write.stage), write.phase ^ 1);
+    mbarrier_arrive_expect_bytes(ring.full(write.stage), StageRing<Storage>::kStageBytes);
+    for (int half = 0; half < 2; ++half) {
+      tma_load_2d(ring.a_tile(write.stage) + half * kHalfRows * kBK * 2, a_map, k_tile * kBK,
+                  a_row + half * kHalfRows, ring.full(write.stage));
+    }
+    for (int box = static_cast<int>(rank); box < kBoxes; box += kClusterSize) {
+      tma_load_2d_multicast(ring.b_tile(write.stage) + box * kBBoxBytes, b_map, b_col + box * kBoxN,
+                            k_tile * kBK, ring.full(write.stage), (1u << kClusterSize) - 1);
+    }
+  }
+}
+
 // The block tile (tile_m, tile_n) of this block for cluster tile `tile`, in groups of kGroupM tile
 // rows (step 13): stacked pairs count cluster tiles two tile rows tall, side-by-side pairs two
-// tile columns wide.
+// tile columns wide. kStackedOddRowSide: the stacked pairs of the first tiles_m / 2 x 2 tile rows
+// in that order, then, where tiles_m is odd, the last tile row in side-by-side pairs, left to
+// right; `side_by_side`, where given, says which of the two this cluster tile is.
 template <Pairing kPairing>
 __device__ __forceinline__ void pair_tile(int tile, int tiles_m, int tiles_n, unsigned rank,
-                                          int& tile_m, int& tile_n) {
-  if constexpr (kPairing == Pairing::kStacked) {
+                                          int& tile_m, int& tile_n, bool* side_by_side = nullptr) {
+  if constexpr (kPairing == Pairing::kStackedOddRowSide) {
+    int const pair_rows = tiles_m / kClusterSize;
+    int const stacked_tiles = pair_rows * tiles_n;
+    bool const in_odd_row = tile >= stacked_tiles;
+    if (side_by_side != nullptr) *side_by_side = in_odd_row;
+    if (in_odd_row) {
+      tile_m = tiles_m - 1;
+      tile_n = (tile - stacked_tiles) * kClusterSize + static_cast<int>(rank);
+    } else {
+      int pair_m = 0;
+      gemm::grouped_tile(tile, pair_rows, tiles_n, kGroupM, pair_m, tile_n);
+      tile_m = pair_m * kClusterSize + static_cast<int>(rank);
+    }
+  } else if constexpr (kPairing == Pairing::kStacked) {
     int pair_m = 0;
     gemm::grouped_tile(tile, gemm::ceil_div(tiles_m, kClusterSize), tiles_n, kGroupM, pair_m,
                        tile_n);
@@ -285,10 +326,21 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
         int tile_m = 0;
         int tile_n = 0;
-        tile_of(unit.tile, tile_m, tile_n);
+        bool side_by_side = kPairing == Pairing::kSideBySide;
+        pair_tile<kPairing>(unit.tile, tiles_m, tiles_n, rank, tile_m, tile_n, &side_by_side);
         // Stacked: A's box is the whole tile, kBM rows, and B's boxes are shared (step 21).
         // Side by side: A's box is half the tile, shared, and B's boxes are this block's own.
-        if constexpr (kPairing == Pairing::kStacked) {
+        // kStackedOddRowSide: A's box is half the tile for both kinds of pair.
+        if constexpr (kPairing == Pairing::kStackedOddRowSide) {
+          if (side_by_side) {
+            produce_side_by_side<kBM, kConsumers>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
+                                                  unit.k_begin, unit.k_end, rank, write);
+          } else {
+            produce_stacked_in_halves<kBM, kConsumers>(ring, &a_map, &b_map, tile_m * kBM,
+                                                       tile_n * kBN, unit.k_begin, unit.k_end, rank,
+                                                       write);
+          }
+        } else if constexpr (kPairing == Pairing::kStacked) {
           produce<kConsumers, kClusterSize>(ring, &a_map, &b_map, tile_m * kBM, tile_n * kBN,
                                             unit.k_begin, unit.k_end, rank, write);
         } else {
@@ -368,12 +420,20 @@ struct TileShape {
 };
 
 // The cluster tiles of `shape`: a stacked pair covers two tile rows, a side-by-side pair two tile
-// columns.
+// columns; kStackedOddRowSide pairs an odd last tile row side by side.
 inline long long cluster_tiles(int m, int n, TileShape shape) {
   long long const tiles_m = gemm::ceil_div(m, shape.height);
   long long const tiles_n = gemm::ceil_div(n, 64 * shape.consumers);
-  return shape.pairing == Pairing::kStacked ? gemm::ceil_div(tiles_m, kClusterSize) * tiles_n
-                                            : tiles_m * gemm::ceil_div(tiles_n, kClusterSize);
+  switch (shape.pairing) {
+    case Pairing::kStacked:
+      return gemm::ceil_div(tiles_m, kClusterSize) * tiles_n;
+    case Pairing::kSideBySide:
+      return tiles_m * gemm::ceil_div(tiles_n, kClusterSize);
+    case Pairing::kStackedOddRowSide:
+      return tiles_m / kClusterSize * tiles_n +
+             tiles_m % kClusterSize * gemm::ceil_div(tiles_n, kClusterSize);
+  }
+  return 0;
 }
 
 // The schedule (step 25) of the cluster tiles.
@@ -498,7 +558,7 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
   gemm::AlignedOperand const a(A, m, k, lda, PitchRule::copy_a(A, lda, n, shape), stream);
   gemm::AlignedOperand const b(B, k, n, ldb, gemm::must_copy(B, ldb), stream);
   // A's box is a whole block tile (shape.height rows, at most 256: TMA's limit), or half of one
-  // when the pair shares A; C's a piece.
+  // where a pair shares A (side by side, and the odd row of kStackedOddRowSide); C's a piece.
   int const a_box_rows =
       shape.pairing == Pairing::kStacked ? shape.height : shape.height / kClusterSize;
   CUtensorMap const a_map = gemm::make_bf16_tensor_map(a.data(), m, k, a.ld(), a_box_rows, kBK,

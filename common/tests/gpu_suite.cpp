@@ -27,6 +27,7 @@
 #include "device_buffer.h"
 #include "gemm.h"
 #include "gpu_info.h"
+#include "gpu_reference.h"
 #include "precision.h"
 #include "verify.h"
 
@@ -218,6 +219,36 @@ void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars c
   CHECK(result.passed());
 }
 
+// A problem too large for the CPU's reference: the step runs twice on the same inputs, the two
+// C buffers must be the same bits, and C is checked against the float64 reference computed on the
+// GPU (cuBLAS DGEMM, as the harness does).
+void check_large_case(Shape const& s, Placement const& p = {}, Scalars const& c = {}) {
+  std::uint64_t const seed = fresh_seed();
+  INFO(describe(s, p, c, seed));
+  Matrices const x = random_matrices(s, p, c, seed);
+  HostMatrix const first = run_step(x, s, c);
+  HostMatrix const second = run_step(x, s, c);
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < first.data.size(); ++i) {
+    if (gemm::float_to_bits(first.data[i]) != gemm::float_to_bits(second.data[i])) ++differing;
+  }
+  INFO("elements that differ between two runs: " << differing);
+  CHECK(differing == 0);
+  static cublasHandle_t const handle = [] {
+    cublasHandle_t h = nullptr;
+    gemm::check_cublas(cublasCreate(&h), "cublasCreate");
+    return h;
+  }();
+  gemm::DeviceMatrix<In> const dA(x.A), dB(x.B);
+  gemm::DeviceMatrix<Out> const dC0(x.C0);
+  gemm::Reference const reference = gemm::reference_gemm_gpu(
+      handle, static_cast<double>(c.alpha) * Precision::scale, dA.data(), x.A.layout, dB.data(),
+      x.B.layout, c.beta, dC0.data(), x.C0.layout, Precision::error, Precision::b_transposed);
+  CheckResult const result = gemm::check_result(first, reference);
+  INFO(result.summary());
+  CHECK(result.passed());
+}
+
 // Shapes chosen to break kernels: single elements, primes, sizes just off every power of two,
 // K not a multiple of any tile, one row or one column, tall-skinny and short-wide, and a few
 // multiples of large tiles so that the fast paths run too.
@@ -337,6 +368,21 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   check_case({1640, 2176, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_case({520, 960, 3000}, {}, {-1.0f, 2.0f});
   check_case({200, 1088, 3000}, {}, {0.75f, 1.0f});
+  // An odd number of tile rows in a stacked plan (steps 21-45 pair the last row with a tile wholly
+  // outside C): 144-row tiles of three consumers, 9 rows (1284 = 8 x 144 + 132), rows padded by
+  // 8 and beta; 128-row tiles of two consumers, 17 rows, whose last row's 7 tiles make 4 pairs.
+  check_case({1284, 2240, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_case({2052, 776, 200});
+}
+
+TEST_CASE("problems of several rounds, against the GPU's reference") {
+  // Step 46 runs the odd last tile row of a stacked plan side by side only where that saves part
+  // of a round, which takes problems of this size. 192-row tiles of three consumers: 17 tile rows
+  // by 23 (the odd row's 12 pairs bring 207 cluster tiles to 196, three whole rounds on 66
+  // clusters), rows padded by 8 and beta; 45 rows by 9 (207 to 203), the last 5 pairs, all of
+  // the odd row, split in slices of K.
+  check_large_case({3240, 4360, 2048}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  check_large_case({8480, 1680, 2048});
 }
 
 TEST_CASE("bitwise the same C on every run") {
