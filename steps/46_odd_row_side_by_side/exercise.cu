@@ -418,7 +418,7 @@ bool stacks_where_it_pays(TileShape shape, int m, int n) {
 // different tile), and where the fewer cluster tiles save time in the schedule's own count
 // (rounds()) without a split of K that the plan did not have. Within one round the odd row's pairs
 // save nothing and cost their loads; and at K = 1024 a tail that only the smaller count let the
-// schedule split ran 4% slower (see the README). Everywhere else the call is step 45's.
+// schedule split ran slower (see the README). Everywhere else the call is step 45's.
 TileShape run_shape(TileShape plan, int m, int n, int k, int clusters) {
   // TODO(student): return the plan's tile with Pairing::kStackedOddRowSide where has_odd_row_twin
   // (plan) holds, the plan has an odd number of tile rows (gemm::ceil_div(m, plan.height)), three

@@ -9,7 +9,8 @@
 // first, then the odd row's side-by-side pairs, one producer loop for each; A's map has boxes of
 // half a tile, so that both kinds of pair read A through it, and a stacked pair loads its A tile in
 // two. The plan is step 45's (the model and its list are unchanged); this step only decides how
-// the plan's tile runs (run_shape below). Where the rows are even, the call is step 45's.
+// the plan's tile runs (run_shape below). Everywhere else, even rows included, the call is step
+// 45's.
 //
 // Needs sm_90a (built with -gencode=arch=compute_90a,code=sm_90a; meson.build does that).
 #include <cuda_bf16.h>
@@ -422,7 +423,7 @@ bool stacks_where_it_pays(TileShape shape, int m, int n) {
 // different tile), and where the fewer cluster tiles save time in the schedule's own count
 // (rounds()) without a split of K that the plan did not have. Within one round the odd row's pairs
 // save nothing and cost their loads; and at K = 1024 a tail that only the smaller count let the
-// schedule split ran 4% slower (see the README). Everywhere else the call is step 45's.
+// schedule split ran slower (see the README). Everywhere else the call is step 45's.
 TileShape run_shape(TileShape plan, int m, int n, int k, int clusters) {
   int const tiles_m = gemm::ceil_div(m, plan.height);
   if (!has_odd_row_twin(plan) || tiles_m % 2 == 0 || tiles_m < 3) {
