@@ -194,15 +194,8 @@ void check_exact_case(Shape const& s, int max_abs, Placement const& p = {}, Scal
   CHECK(result.passed());
 }
 
-// Two runs on the same inputs must give the same bits, everywhere in C's buffer: the promise
-// cuBLAS makes by default, and the one split-K breaks if its partial sums are added in
-// whatever order the blocks finish.
-void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars const& c = {}) {
-  std::uint64_t const seed = fresh_seed();
-  INFO(describe(s, p, c, seed));
-  Matrices const x = random_matrices(s, p, c, seed);
-  HostMatrix const first = run_step(x, s, c);
-  HostMatrix const second = run_step(x, s, c);
+// Every element of two C buffers, guards included, must be the same bits.
+void check_same_bits(HostMatrix const& first, HostMatrix const& second) {
   std::size_t differing = 0, first_difference = 0;
   for (std::size_t i = 0; i < first.data.size(); ++i) {
     if (gemm::float_to_bits(first.data[i]) != gemm::float_to_bits(second.data[i])) {
@@ -213,6 +206,17 @@ void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars c
   INFO("elements that differ between two runs: " << differing << " (first at buffer index "
                                                  << first_difference << ")");
   CHECK(differing == 0);
+}
+
+// Two runs on the same inputs must give the same bits, everywhere in C's buffer: the promise
+// cuBLAS makes by default, and the one split-K breaks if its partial sums are added in
+// whatever order the blocks finish.
+void check_bitwise_repeatable(Shape const& s, Placement const& p = {}, Scalars const& c = {}) {
+  std::uint64_t const seed = fresh_seed();
+  INFO(describe(s, p, c, seed));
+  Matrices const x = random_matrices(s, p, c, seed);
+  HostMatrix const first = run_step(x, s, c);
+  check_same_bits(first, run_step(x, s, c));
   CheckResult const result =
       gemm::check_result(first, reference(x, c.alpha, c.beta, Precision::error));
   INFO(result.summary());
@@ -227,13 +231,7 @@ void check_large_case(Shape const& s, Placement const& p = {}, Scalars const& c 
   INFO(describe(s, p, c, seed));
   Matrices const x = random_matrices(s, p, c, seed);
   HostMatrix const first = run_step(x, s, c);
-  HostMatrix const second = run_step(x, s, c);
-  std::size_t differing = 0;
-  for (std::size_t i = 0; i < first.data.size(); ++i) {
-    if (gemm::float_to_bits(first.data[i]) != gemm::float_to_bits(second.data[i])) ++differing;
-  }
-  INFO("elements that differ between two runs: " << differing);
-  CHECK(differing == 0);
+  check_same_bits(first, run_step(x, s, c));
   static cublasHandle_t const handle = [] {
     cublasHandle_t h = nullptr;
     gemm::check_cublas(cublasCreate(&h), "cublasCreate");
