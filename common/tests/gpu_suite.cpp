@@ -364,6 +364,9 @@ TEST_CASE("a larger problem with many blocks and a long K") {
   // in 3 slices, whose last slice asks for C only in its epilogue; 112-row stacked tiles split
   // in 7.
   check_case({1640, 2176, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  // The same tiles over more than one round (115 cluster tiles on 66 clusters), A's rows off the
+  // 128-byte lines (lda 208: 416 bytes): step 47 loads A in boxes of 88 rows.
+  check_case({1640, 4400, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_case({520, 960, 3000}, {}, {-1.0f, 2.0f});
   check_case({200, 1088, 3000}, {}, {0.75f, 1.0f});
   // An odd number of tile rows in a stacked plan (steps 21-45 pair the last row with a tile wholly
@@ -381,6 +384,9 @@ TEST_CASE("problems of several rounds, against the GPU's reference") {
   // the odd row, split in slices of K.
   check_large_case({3240, 4360, 2048}, {8, 8, 8, 0}, {0.75f, -0.5f});
   check_large_case({8480, 1680, 2048});
+  // A's rows off the 128-byte lines (lda 1008: 2,016 bytes), 176-row tiles of three consumers, 24
+  // tile rows (4100 = 23 x 176 + 52) in four rounds: step 47 loads A in boxes of 88 rows there.
+  check_large_case({4100, 4104, 1000}, {8, 8, 8, 0}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
