@@ -433,10 +433,10 @@ bool odd_row_pays(TileShape plan, TileShape odd_row_side, int m, int n, int k, i
 // This step's rule: the twin (kStackedOddRowSide, A in half boxes) also where the tile rows are
 // even, A's rows straddle lines, the tile is shorter than 256 rows and the problem takes more than
 // one round. With an even number of tile rows the twin has no side-by-side row: every pair is
-// stacked, as in the plan, and only A's boxes change. The H100 measured the half boxes 1-3% slower
-// in problems of one round, and 10-12% slower than step 37's copy of A for 256-row tiles with n >=
-// 4096 (see the README). An odd number of tile rows keeps step 46's rule, whatever the pitch: there
-// the twin also changes the pairs, which can cost a round.
+// stacked, as in the plan, and only A's boxes change. The H100 measured the half boxes slower in
+// problems of one round, and slower than step 37's copy of A for 256-row tiles with n >= 4096 (see
+// the README). An odd number of tile rows keeps step 46's rule, whatever the pitch: there the twin
+// also changes the pairs, which can cost a round.
 TileShape run_shape(TileShape plan, int m, int n, int k, bf16 const* A, int lda, int clusters) {
   int const tiles_m = gemm::ceil_div(m, plan.height);
   if (!has_odd_row_twin(plan) || tiles_m < 2) {
@@ -447,7 +447,7 @@ TileShape run_shape(TileShape plan, int m, int n, int k, bf16 const* A, int lda,
     bool const more_than_one_round = cluster_tiles(m, n, plan) > clusters;
     return rows_straddle_lines(A, lda) && plan.height < 256 && more_than_one_round ? twin : plan;
   }
-  return tiles_m >= 3 && odd_row_pays(plan, twin, m, n, k, clusters) ? twin : plan;
+  return odd_row_pays(plan, twin, m, n, k, clusters) ? twin : plan;  // odd: three rows or more
 }
 
 }  // namespace
