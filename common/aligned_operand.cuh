@@ -107,14 +107,18 @@ class AlignedOperand {
 inline bool must_copy(__nv_bfloat16 const* data, int ld) {
   return !rows_are_16_byte_aligned(data, ld);
 }
+// True where TMA reads the matrix where it lies (rows 16-byte aligned) but each 128-byte row of a
+// box straddles two 128-byte lines: a pitch that is a multiple of 16 bytes and not of 128.
+inline bool rows_straddle_lines(__nv_bfloat16 const* data, int ld) {
+  return !must_copy(data, ld) && static_cast<long long>(ld) * 2 % 128 != 0;
+}
 // A is copied also where TMA can read it but its pitch is not a multiple of 128 bytes, when the
 // copy is cheap next to the product: it reads and writes m k elements against the 2 m n k FLOPs,
 // so n >= 4096 keeps it near a tenth of the work or less. Each block of the cluster steps loads its
 // own A tiles (B is shared by multicast), so A's pitch is the one that costs; B is copied only when
 // it must be.
 inline bool should_copy_a(__nv_bfloat16 const* A, int lda, int n) {
-  bool const pitch_128 = static_cast<long long>(lda) * 2 % 128 == 0;
-  return must_copy(A, lda) || (!pitch_128 && n >= 4096);
+  return must_copy(A, lda) || (rows_straddle_lines(A, lda) && n >= 4096);
 }
 
 // --- FP8 operands (steps 29 on) -----------------------------------------------------------------

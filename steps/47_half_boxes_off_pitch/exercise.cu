@@ -116,12 +116,6 @@ struct ZeroingHandOver {
   }
 };
 
-// True where TMA reads A where it lies (its rows 16-byte aligned) but each 128-byte row of a box
-// straddles two lines: a pitch that is a multiple of 16 bytes and not of 128.
-bool rows_straddle_lines(bf16 const* A, int lda) {
-  return !gemm::must_copy(A, lda) && static_cast<long long>(lda) * 2 % 128 != 0;
-}
-
 // Step 37's rule for a row pitch that is not a multiple of 128 bytes, unchanged but for the
 // pairing's name.
 struct PromotionByPitch {
@@ -443,10 +437,10 @@ TileShape run_shape(TileShape plan, int m, int n, int k, bf16 const* A, int lda,
   }
   TileShape const twin = {plan.height, plan.consumers, Pairing::kStackedOddRowSide};
   if (tiles_m % 2 == 0) {
-    // TODO(student): return the twin where rows_straddle_lines(A, lda) holds, the plan's tile is
-    // shorter than 256 rows and the problem takes more than one round (cluster_tiles() of the
+    // TODO(student): return the twin where gemm::rows_straddle_lines(A, lda) holds, the plan's tile
+    // is shorter than 256 rows and the problem takes more than one round (cluster_tiles() of the
     // plan above `clusters`); otherwise the plan as it is. The placeholder always runs the plan.
-    (void)A, (void)lda, (void)rows_straddle_lines;
+    (void)A, (void)lda;
     return plan;
     // END TODO
   }

@@ -117,12 +117,6 @@ struct ZeroingHandOver {
   }
 };
 
-// True where TMA reads A where it lies (its rows 16-byte aligned) but each 128-byte row of a box
-// straddles two lines: a pitch that is a multiple of 16 bytes and not of 128.
-bool rows_straddle_lines(bf16 const* A, int lda) {
-  return !gemm::must_copy(A, lda) && static_cast<long long>(lda) * 2 % 128 != 0;
-}
-
 // Step 37's rule for a row pitch that is not a multiple of 128 bytes, unchanged but for the
 // pairing's name.
 struct PromotionByPitch {
@@ -444,8 +438,9 @@ TileShape run_shape(TileShape plan, int m, int n, int k, bf16 const* A, int lda,
   }
   TileShape const twin = {plan.height, plan.consumers, Pairing::kStackedOddRowSide};
   if (tiles_m % 2 == 0) {
+    bool const straddles = gemm::rows_straddle_lines(A, lda);
     bool const more_than_one_round = cluster_tiles(m, n, plan) > clusters;
-    return rows_straddle_lines(A, lda) && plan.height < 256 && more_than_one_round ? twin : plan;
+    return straddles && plan.height < 256 && more_than_one_round ? twin : plan;
   }
   return odd_row_pays(plan, twin, m, n, k, clusters) ? twin : plan;  // odd: three rows or more
 }
