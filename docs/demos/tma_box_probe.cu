@@ -30,24 +30,23 @@
 #include <cstdio>
 #include <vector>
 
+#include "async_copy.cuh"  // gemm::shared_address
 #include "cluster.cuh"
 #include "cuda_check.h"
 #include "mbarrier.cuh"
 #include "tensor_map.h"
+#include "timer.h"
 #include "tma.cuh"
 
 namespace {
 
 using namespace gemm::hopper;
+using gemm::shared_address;
 
 constexpr int kStages = 4;      // the ring of the two streaming kernels
 constexpr int kRowBytes = 128;  // 64 bf16
 constexpr int kBBoxes = 3;      // B's boxes per stage in the producer kernel (three consumers)
 constexpr int kBBoxBytes = 64 * kRowBytes;
-
-__device__ __forceinline__ std::uint32_t shared_address(void const* pointer) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
-}
 
 // Issues the P boxes of one tile: rows first_row .. + tile_rows - 1, columns k0 .. k0 + 63.
 __device__ __forceinline__ void load_tile(std::uint32_t destination, CUtensorMap const* map,
@@ -169,29 +168,6 @@ CUtensorMapL2promotion promotion_for(int ld) {
                            : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
 }
 
-// The median time of 7 launches of `launch`, in milliseconds.
-template <class Launch>
-float median_ms(Launch&& launch) {
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  gemm::check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  gemm::check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<float> times;
-  for (int run = 0; run < 7; ++run) {
-    gemm::check_cuda(cudaEventRecord(start), "cudaEventRecord");
-    launch();
-    gemm::check_cuda(cudaEventRecord(stop), "cudaEventRecord");
-    gemm::check_cuda(cudaEventSynchronize(stop), "kernel");
-    float ms = 0.0f;
-    gemm::check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 struct Cut {
   int tile_rows;
   int pieces;
@@ -213,6 +189,7 @@ int main() {
   gemm::check_cuda(cudaFuncSetAttribute(producer_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024),
                    "cudaFuncSetAttribute");
+  gemm::EventTimer timer(nullptr);  // the default stream, where every launch below goes
   long long* cycles = nullptr;
   gemm::check_cuda(cudaMalloc(&cycles, 2 * tiles * sizeof(long long)), "cudaMalloc");
   void* flush = nullptr;  // 256 MB written before each latency run, to empty the L2
@@ -250,10 +227,13 @@ int main() {
       double gb_per_s[2] = {};
       for (int i = 0; i < 2; ++i) {
         int const groups = 8;
-        float const ms = median_ms([&] {
-          throughput_kernel<<<132, 32, kStages * cut.tile_rows * kRowBytes + 1024>>>(
-              map, cut.tile_rows, cut.pieces, groups, distinct[i]);
-        });
+        double const ms = gemm::median_time_ms(
+            timer,
+            [&] {
+              throughput_kernel<<<132, 32, kStages * cut.tile_rows * kRowBytes + 1024>>>(
+                  map, cut.tile_rows, cut.pieces, groups, distinct[i]);
+            },
+            /*warmup=*/0, /*repeats=*/7);
         double const bytes = 132.0 * groups * 64 * cut.tile_rows * kRowBytes;
         gb_per_s[i] = bytes / (ms * 1e-3) / 1e9;
       }
@@ -288,10 +268,13 @@ int main() {
       for (int i = 0; i < 2; ++i) {
         int const k_tiles = 1024;
         int const stage_bytes = cut.tile_rows * kRowBytes + kBBoxes * kBBoxBytes;
-        float const ms = median_ms([&] {
-          producer_kernel<<<132, 32, kStages * stage_bytes + 1024>>>(
-              a_map, b_map, cut.tile_rows, cut.pieces, k_tiles, distinct[i]);
-        });
+        double const ms = gemm::median_time_ms(
+            timer,
+            [&] {
+              producer_kernel<<<132, 32, kStages * stage_bytes + 1024>>>(
+                  a_map, b_map, cut.tile_rows, cut.pieces, k_tiles, distinct[i]);
+            },
+            /*warmup=*/0, /*repeats=*/7);
         gb_per_s[i] = 132.0 * k_tiles * stage_bytes / (ms * 1e-3) / 1e9;
       }
       std::printf("%5d %4d %3d %4d | %8.0f %8.0f\n", ld * 2, cut.tile_rows, cut.pieces, box_rows,
