@@ -8,7 +8,8 @@
 // treats a row pitch that is not a multiple of 128 bytes (PitchRule below, taught in step 37), how
 // a consumer issues a k tile's wgmma (WgmmaIssue below, taught in step 41) and how the epilogue
 // reads C where beta != 0 (CSource below, taught in step 45). Step 46 adds a third pairing,
-// Pairing::kStackedOddRowSide.
+// Pairing::kStackedOddRowSide, and step 48 a second way for the consumers to share a block's
+// tiles, ConsumerWork::kTilesInTurn.
 // Compiles only for sm_90a.
 #pragma once
 
@@ -58,6 +59,13 @@ inline constexpr int kMaxSharedBytes = 227 * 1024;  // the most a block may opt 
 // last tile row is paired side by side instead of with a tile wholly outside C; A's map then has
 // boxes of half a tile, as side by side, and a stacked pair loads its A tile in two.
 enum class Pairing { kStacked, kSideBySide, kStackedOddRowSide };
+
+// How a block's consumers share its tiles. kColumnsOfOneTile (steps 27-47): every consumer
+// computes its 64 columns of every tile, so all of them reach the epilogue together. kTilesInTurn
+// (step 48): two consumers take the block's tiles in turn, each computing a whole tile of 128
+// columns, so that one consumer's epilogue runs while the other's k loop keeps the tensor cores
+// busy.
+enum class ConsumerWork { kColumnsOfOneTile, kTilesInTurn };
 
 // The producer of a side-by-side pair: the k tiles [k_begin, k_end) of A's rows a_row .. + kBM - 1
 // and of kBoxes boxes of B from column b_col. Block `rank` loads rows rank x kBM / 2 .. + kBM / 2 -
@@ -285,8 +293,8 @@ struct ElementLoadsOfC {
   }
 };
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver, class WgmmaIssue, class CSource>
+template <int kBM, int kConsumers, Pairing kPairing, ConsumerWork kWork, Epilogue kEpilogue,
+          class ClusterSync, class SplitHandOver, class WgmmaIssue, class CSource>
 __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 + kConsumers), 1)
     pair_orientation_kernel(const __grid_constant__ CUtensorMap a_map,
                             const __grid_constant__ CUtensorMap b_map,
@@ -308,10 +316,20 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     pair_tile<kPairing>(tile, tiles_m, tiles_n, rank, tile_m, tile_n);
   };
 
+  // Tiles in turn: one consumer per block reads each stage, and consumer c arrives on
+  // turn_taken[c] once it has waited for the last stage of its tile (see the consumers below).
+  constexpr bool kInTurn = kWork == ConsumerWork::kTilesInTurn;
+  static_assert(!kInTurn || kConsumers == 2, "tiles in turn: two consumers");
+  constexpr int kReadersPerStage = kInTurn ? 1 : kConsumers;
+  __shared__ alignas(8) std::uint64_t turn_taken[2];
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
       mbarrier_init(ring.full(stage), 1);
-      mbarrier_init(ring.empty(stage), 4 * kConsumers * kClusterSize);
+      mbarrier_init(ring.empty(stage), 4 * kReadersPerStage * kClusterSize);
+    }
+    if constexpr (kInTurn) {
+      for (int c = 0; c < 2; ++c)
+        mbarrier_init(gemm::shared_address(&turn_taken[c]), 1);
     }
     CSource::init();
     fence_barrier_init();
@@ -358,51 +376,123 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     PipelineState<kStages> release;
     int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
     Unit unit{};
-    for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-      int tile_m = 0;
-      int tile_n = 0;
-      tile_of(unit.tile, tile_m, tile_n);
-      // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
-      float acc[kBM / 2];
-#pragma unroll
-      for (int i = 0; i < kBM / 2; ++i)
-        acc[i] = 0.0f;
-      bool const whole_tile = unit.tail_tile < 0;  // a whole tile always reaches its epilogue
-      consume_k_range<kClusterSize>(
-          ring, unit.k_begin, unit.k_end, read, release,
-          [&](int stage) {
-            WgmmaIssue::template k_tile<kBM>(acc, ring.a_tile(stage), ring.b_tile(stage), consumer);
-          },
-          [&] {
-            if (whole_tile) {
-              CSource::template prefetch<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
-                                                         consumer, beta, tile_m * kBM,
-                                                         tile_n * kBN + consumer * kBoxN);
-            }
-          });
-      if (unit.tail_tile >= 0) {
-        // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
-        std::size_t const slot_stride = kClusterSize * kConsumers;
-        std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
-        std::size_t const first_slot =
-            unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
-        int* const counter =
-            counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-        // Slice j of tail tile r is cluster r x splits + j's (unit_of).
-        TailSlice const slice{partials,        own_slot,
-                              first_slot,      slot_stride,
-                              schedule.splits, cluster % schedule.splits,
-                              counter,         &last_slice[consumer],
-                              1 + consumer};
-        OutputTile const output{
-            C, ldc, m, n, alpha, beta, tile_m * kBM, tile_n * kBN + consumer * kBoxN};
-        if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) {
-          continue;  // nothing more for this warpgroup to do on the tile
+    if constexpr (kInTurn) {
+      // Tiles in turn: consumer c takes the cluster's units c, c + 2, c + 4, ... and computes the
+      // whole block tile (both boxes of B, one accumulator array per box); it passes over the
+      // stages of the other consumer's units. The full barriers are waited on in the order the
+      // producer fills them: before its first stage of a unit, a consumer waits until the other
+      // has waited for the last stage of the unit before (turn_taken). Without that, a consumer
+      // done early could wait on a stage's barrier a whole ring turn ahead of the other, and
+      // its parity alone cannot tell those two phases apart.
+      bool const leader = threadIdx.x % 128 == 0;
+      int turns_seen = 0;
+      for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
+        if (index % 2 != consumer) {
+          for (int k_tile = unit.k_begin; k_tile < unit.k_end; ++k_tile) {
+            read.advance();
+            release.advance();
+          }
+          continue;
         }
+        if (index > 0) {
+          mbarrier_wait(gemm::shared_address(&turn_taken[1 - consumer]), turns_seen % 2);
+          ++turns_seen;
+        }
+        int tile_m = 0;
+        int tile_n = 0;
+        tile_of(unit.tile, tile_m, tile_n);
+        float acc0[kBM / 2];  // box 0: the tile's first 64 columns, as C^T
+        float acc1[kBM / 2];  // box 1: the next 64
+#pragma unroll
+        for (int i = 0; i < kBM / 2; ++i) {
+          acc0[i] = 0.0f;
+          acc1[i] = 0.0f;
+        }
+        int k_tile = unit.k_begin;
+        consume_k_range<kClusterSize>(
+            ring, unit.k_begin, unit.k_end, read, release, [&](int stage) {
+              if (++k_tile == unit.k_end && leader) {
+                mbarrier_arrive(gemm::shared_address(&turn_taken[consumer]));
+              }
+              WgmmaIssue::template k_tile<kBM>(acc0, ring.a_tile(stage), ring.b_tile(stage), 0);
+              WgmmaIssue::template k_tile<kBM>(acc1, ring.a_tile(stage), ring.b_tile(stage), 1);
+            });
+        // Each box as one consumer's columns were stored before: a slice hands over with slots
+        // and counters per box (step 25's were per consumer), and a whole tile, or the slice
+        // that finishes it, stores. C is not asked for ahead (step 45): it is loaded as it is
+        // stored.
+        auto const finish_box = [&](float(&acc)[kBM / 2], int box) {
+          int const first_col = tile_n * kBN + box * kBoxN;
+          if (unit.tail_tile >= 0) {
+            std::size_t const slot_stride = kClusterSize * kConsumers;
+            std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + box;
+            std::size_t const first_slot =
+                unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + box;
+            int* const counter =
+                counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + box;
+            TailSlice const slice{partials,        own_slot,
+                                  first_slot,      slot_stride,
+                                  schedule.splits, cluster % schedule.splits,
+                                  counter,         &last_slice[consumer],
+                                  1 + consumer};
+            OutputTile const output{C, ldc, m, n, alpha, beta, tile_m * kBM, first_col};
+            if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) return;
+          }
+          CSource::template store<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
+                                                  consumer, C, ldc, m, n, alpha, beta, tile_m * kBM,
+                                                  first_col, acc, false);
+        };
+        finish_box(acc0, 0);
+        finish_box(acc1, 1);
       }
-      CSource::template store<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer, C,
-                                              ldc, m, n, alpha, beta, tile_m * kBM,
-                                              tile_n * kBN + consumer * kBoxN, acc, whole_tile);
+    } else {
+      for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
+        int tile_m = 0;
+        int tile_n = 0;
+        tile_of(unit.tile, tile_m, tile_n);
+        // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
+        float acc[kBM / 2];
+#pragma unroll
+        for (int i = 0; i < kBM / 2; ++i)
+          acc[i] = 0.0f;
+        bool const whole_tile = unit.tail_tile < 0;  // a whole tile always reaches its epilogue
+        consume_k_range<kClusterSize>(
+            ring, unit.k_begin, unit.k_end, read, release,
+            [&](int stage) {
+              WgmmaIssue::template k_tile<kBM>(acc, ring.a_tile(stage), ring.b_tile(stage),
+                                               consumer);
+            },
+            [&] {
+              if (whole_tile) {
+                CSource::template prefetch<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
+                                                           consumer, beta, tile_m * kBM,
+                                                           tile_n * kBN + consumer * kBoxN);
+              }
+            });
+        if (unit.tail_tile >= 0) {
+          // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
+          std::size_t const slot_stride = kClusterSize * kConsumers;
+          std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
+          std::size_t const first_slot =
+              unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
+          int* const counter =
+              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
+          // Slice j of tail tile r is cluster r x splits + j's (unit_of).
+          TailSlice const slice{partials,        own_slot,
+                                first_slot,      slot_stride,
+                                schedule.splits, cluster % schedule.splits,
+                                counter,         &last_slice[consumer],
+                                1 + consumer};
+          OutputTile const output{
+              C, ldc, m, n, alpha, beta, tile_m * kBM, tile_n * kBN + consumer * kBoxN};
+          if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) {
+            continue;  // nothing more for this warpgroup to do on the tile
+          }
+        }
+        CSource::template store<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups, consumer,
+                                                C, ldc, m, n, alpha, beta, tile_m * kBM,
+                                                tile_n * kBN + consumer * kBoxN, acc, whole_tile);
+      }
     }
     // The last stores must have landed before the kernel ends.
     if (kEpilogue == Epilogue::kTmaStore && threadIdx.x % 128 == 0) bulk_wait_group<0>();
@@ -412,11 +502,13 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
 
 // --- the plan: tile height, width and pairing ------------------------------------------------
 
-// A block tile: `height` rows (wgmma's N) by 64 columns per consumer, and how its pair sits.
+// A block tile: `height` rows (wgmma's N) by 64 columns per consumer, how its pair sits and how
+// its consumers share it (tiles in turn: two consumers, 128 columns, each tile computed by one).
 struct TileShape {
   int height;
   int consumers;
   Pairing pairing;
+  ConsumerWork work = ConsumerWork::kColumnsOfOneTile;
 };
 
 // The cluster tiles of `shape`: a stacked pair covers two tile rows, a side-by-side pair two tile
@@ -482,21 +574,22 @@ struct CopyOffPitchA {
 
 // --- the host -----------------------------------------------------------------------------------
 
-template <int kBM, int kConsumers, Pairing kPairing, Epilogue kEpilogue, class ClusterSync,
-          class SplitHandOver, class WgmmaIssue, class CSource>
+template <int kBM, int kConsumers, Pairing kPairing, ConsumerWork kWork, Epilogue kEpilogue,
+          class ClusterSync, class SplitHandOver, class WgmmaIssue, class CSource>
 void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap const& c_map, int m,
             int n, int k, float alpha, float beta, bf16* C, int ldc, cudaStream_t stream) {
   using T = Tile<kBM, kConsumers>;
-  constexpr auto kernel = pair_orientation_kernel<kBM, kConsumers, kPairing, kEpilogue, ClusterSync,
-                                                  SplitHandOver, WgmmaIssue, CSource>;
+  constexpr auto kernel = pair_orientation_kernel<kBM, kConsumers, kPairing, kWork, kEpilogue,
+                                                  ClusterSync, SplitHandOver, WgmmaIssue, CSource>;
   gemm::opt_in_shared_memory<kernel>(T::kSharedBytes);
   check_register_budgets<kernel>(T::kThreads, kProducerRegisters, T::kConsumerRegisters,
                                  kConsumers);
   static int const resident = resident_clusters(kernel, kClusterSize, T::kThreads, T::kSharedBytes);
   Schedule const schedule = schedule_for(m, n, k, {kBM, kConsumers, kPairing}, resident);
-  // The split's workspace (step 25): one slot of partial sums per cluster, block and consumer,
-  // and a counter per tail tile, block and consumer, cleared on the stream before the kernel. A
-  // hand-over that leaves its counters at zero keeps both on the stream instead (step 36).
+  // The split's workspace (step 25): one slot of partial sums per cluster, block and consumer
+  // (box, for tiles in turn), and a counter per tail tile, block and consumer (box), cleared on the
+  // stream before the kernel. A hand-over that leaves its counters at zero keeps both on the stream
+  // instead (step 36).
   std::unique_ptr<gemm::StreamWorkspace> workspace;
   float* partials = nullptr;
   int* counters = nullptr;
@@ -530,16 +623,17 @@ void launch(CUtensorMap const& a_map, CUtensorMap const& b_map, CUtensorMap cons
                                                            C, ldc, schedule, partials, counters);
 }
 
-// The kernel of tile kBM x kConsumers, paired kPairing, with the epilogue `epilogue`.
-template <int kBM, int kConsumers, Pairing kPairing, class ClusterSync, class SplitHandOver,
-          class WgmmaIssue, class CSource>
+// The kernel of tile kBM x kConsumers, paired kPairing, its consumers sharing it as kWork says,
+// with the epilogue `epilogue`.
+template <int kBM, int kConsumers, Pairing kPairing, ConsumerWork kWork, class ClusterSync,
+          class SplitHandOver, class WgmmaIssue, class CSource>
 void launch_shape(Epilogue epilogue, CUtensorMap const& a_map, CUtensorMap const& b_map,
                   CUtensorMap const& c_map, int m, int n, int k, float alpha, float beta, bf16* C,
                   int ldc, cudaStream_t stream) {
   gemm::dispatch_value<Epilogue::kTmaStore, Epilogue::kPairStores, Epilogue::kSingleStores>(
       epilogue, [&](auto kEpilogue) {
-        launch<kBM, kConsumers, kPairing, kEpilogue(), ClusterSync, SplitHandOver, WgmmaIssue,
-               CSource>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
+        launch<kBM, kConsumers, kPairing, kWork, kEpilogue(), ClusterSync, SplitHandOver,
+               WgmmaIssue, CSource>(a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream);
       });
 }
 
@@ -579,9 +673,9 @@ void gemm_with_tile(TileShape shape, int m, int n, int k, float alpha, bf16 cons
   auto const launch_matching = [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
     (...,
      (shape.height == kShapes[kIndex].height && shape.consumers == kShapes[kIndex].consumers &&
-              shape.pairing == kShapes[kIndex].pairing
+              shape.pairing == kShapes[kIndex].pairing && shape.work == kShapes[kIndex].work
           ? launch_shape<kShapes[kIndex].height, kShapes[kIndex].consumers, kShapes[kIndex].pairing,
-                         ClusterSync, SplitHandOver, WgmmaIssue, CSource>(
+                         kShapes[kIndex].work, ClusterSync, SplitHandOver, WgmmaIssue, CSource>(
                 epilogue, a_map, b_map, c_map, m, n, k, alpha, beta, C, ldc, stream)
           : void()));
   };

@@ -387,6 +387,13 @@ TEST_CASE("problems of several rounds, against the GPU's reference") {
   // A's rows off the 128-byte lines (lda 1008: 2,016 bytes), 176-row tiles of three consumers, 24
   // tile rows (4100 = 23 x 176 + 52) in four rounds: step 47 loads A in boxes of 88 rows there.
   check_large_case({4100, 4104, 1000}, {8, 8, 8, 0}, {0.75f, -0.5f});
+  // Two consumers taking 128-column tiles in turn (step 48), rows padded to keep A's on 128-byte
+  // lines (lda 1088 and 640) and beta: 160-row tiles, 340 cluster tiles on 66 clusters, the last 10
+  // split in 4 slices of K, each slice's two boxes handing over on their own; 192-row tiles over a
+  // last tile row that is mostly outside C (3900 = 20 x 192 + 60) and a last column of 56 of 128
+  // (3000 = 23 x 128 + 56): 264 cluster tiles, four per cluster, two per consumer.
+  check_large_case({3200, 4352, 1024}, {64, 8, 8, 0}, {0.75f, -0.5f});
+  check_large_case({3900, 3000, 600}, {40, 8, 8, 0}, {0.75f, -0.5f});
 }
 
 TEST_CASE("bitwise the same C on every run") {
@@ -402,6 +409,7 @@ TEST_CASE("bitwise the same C on every run") {
   check_bitwise_repeatable({1100, 1090, 700});   // step 43's stacked 96-row tiles, m > n
   check_bitwise_repeatable({2000, 1656, 700});   // step 44's 208-column FP8 tiles
   check_bitwise_repeatable({1640, 2176, 200}, {8, 8, 8, 0}, {0.75f, -0.5f});  // step 45's C by TMA
+  check_bitwise_repeatable({2048, 2048, 192});  // step 48's tiles in turn, three k tiles each
 }
 
 TEST_CASE("invalid arguments throw std::invalid_argument naming the argument and touch nothing") {
