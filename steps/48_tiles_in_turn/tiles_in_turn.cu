@@ -1,6 +1,6 @@
 // Step 48: the consumers take tiles in turn. Step 47's two or three consumers compute their 64
 // columns of every tile together, so they also reach the epilogue together, and while they store C
-// the tensor cores wait: 2-12% of the time in step 47's clock stamps. Here, where the model says
+// the tensor cores wait (the README measures how long). Here, where the model says
 // it pays, two consumers take the block's tiles in turn instead (ConsumerWork::kTilesInTurn in
 // common/pair_orientation.cuh): each computes a whole tile of 128 columns, and one stores its tile
 // while the other's k loop runs. The price is the tile: two accumulator arrays of a 128-column
@@ -380,7 +380,7 @@ constexpr bool has_odd_row_twin(TileShape shape) {
 
 // This step's tiles: two consumers taking tiles of 128 columns in turn, stacked pairs. A consumer
 // holds the whole tile, kBM x 128 / 128 threads = kBM accumulators per thread: 192 rows is the
-// tallest that leaves it room (256 would be every one of its 240 registers).
+// tallest that leaves it room (256 would be more than the 232 registers a consumer claims).
 constexpr TileShape kInTurnShapes[] = {
     {192, 2, Pairing::kStacked, ConsumerWork::kTilesInTurn},
     {176, 2, Pairing::kStacked, ConsumerWork::kTilesInTurn},
@@ -464,8 +464,9 @@ TileShape run_shape(TileShape plan, int m, int n, int k, bf16 const* A, int lda,
   return odd_row_pays(plan, twin, m, n, k, clusters) ? twin : plan;  // odd: three rows or more
 }
 
-// An epilogue's time in k tiles of the same tile: step 47's clock stamps measured 2.4 to 3.4 (its
-// share of a consumer's time over the k loop's share, times the k tiles per tile) at five shapes.
+// An epilogue's time in k tiles of the same tile, from step 47's clock stamps: the epilogue's share
+// of a consumer's time over the k loop's, times the k tiles per tile (the README gives the
+// figures).
 constexpr double kEpilogueKTiles = 3.0;
 
 // Step 26's model with the epilogue counted, in k tiles of work per SM: rounds, each a tile's k
@@ -487,10 +488,10 @@ double modeled_time(TileShape shape, int m, int n, int k, int clusters) {
 //  - a tile's k loop is at least an epilogue long (three k tiles), so that the other consumer's
 //    can cover an epilogue;
 //  - A's rows start on 128-byte lines: with A in half boxes (step 47's twin where they do not)
-//    they measured 0.75 of step 47's speed at 4104^3. So run_shape gives a tile in turn its twin
-//    only for an odd row (step 46's rule);
+//    the tiles in turn ran slower than step 47. So run_shape gives a tile in turn its twin only
+//    for an odd row (step 46's rule);
 //  - C is stored by TMA (step 24), the only epilogue measured with tiles in turn: the direct
-//    stores of a 192-row tile in turn spill (48 bytes per thread).
+//    stores of a 192-row tile in turn spill registers.
 bool tiles_in_turn_pay(TileShape plan, TileShape in_turn, int m, int n, int k, bf16 const* A,
                        int lda, bf16 const* C, int ldc, int clusters) {
   bool const long_enough = gemm::ceil_div(k, kBK) >= kEpilogueKTiles;
