@@ -1,9 +1,10 @@
 // A development probe behind step 48's notebook (not built by meson): step 48's translation unit
 // with every entry of kShapes callable by index. Per shape: cuBLAS, step 48's own call and each of
-// its tiles of SW_MINH rows or more (default 128) with two or three consumers, called round-robin
-// (the order reversed every round), each call timed by CUDA events; medians of SW_ROUNDS rounds
-// (default 15) after 3 warm-up rounds. Prints each one's % of cuBLAS, step 48's modeled_time and
-// the largest difference from cuBLAS's C. From the repository root:
+// its tiles of SW_MINH rows or more (default 128) with two or three consumers (or the kShapes
+// indices listed in SW_ONLY, e.g. SW_ONLY=0,9,37), called round-robin (the order reversed every
+// round), each call timed by CUDA events; medians of SW_ROUNDS rounds (default 15) after 3 warm-up
+// rounds. Prints each one's % of cuBLAS, step 48's modeled_time and the largest difference from
+// cuBLAS's C. From the repository root:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Icommon -Icommon/harness
 //       docs/results/notebooks/tile_sweep_48.cu common/gemm_arguments.cpp common/workspace.cpp
 //       common/tensor_map.cpp -lcublas -lcuda -o tile_sweep_48
@@ -77,8 +78,17 @@ int main(int argc, char** argv) {
                    CUBLAS_GEMM_DEFAULT);
     };
     std::vector<int> cand;
-    for (std::size_t i = 0; i < kShapeCount; ++i)
-      if (kShapes[i].height >= min_h && kShapes[i].consumers >= 2) cand.push_back((int)i);
+    if (char const* only = std::getenv("SW_ONLY")) {  // a comma-separated list of kShapes indices
+      for (char const* p = only; *p;) {
+        cand.push_back(std::atoi(p));
+        while (*p && *p != ',')
+          ++p;
+        if (*p) ++p;
+      }
+    } else {
+      for (std::size_t i = 0; i < kShapeCount; ++i)
+        if (kShapes[i].height >= min_h && kShapes[i].consumers >= 2) cand.push_back((int)i);
+    }
     int const chosen = chosen_index(m, n, k, A, lda, C, ldc);
     // -1 = cuBLAS, -2 = bf16_gemm (the step's own choice)
     std::vector<int> order = {-1, -2};
