@@ -20,6 +20,8 @@
 static char const* pairing_name(Pairing p) {
   return p == Pairing::kStacked ? "S" : p == Pairing::kSideBySide ? "X" : "T";
 }
+// The kShapes index of the tile gemm::bf16_gemm runs: its choice, line for line (the step keeps it
+// inside bf16_gemm, so the probe repeats it; a change to the step's rule must be made here too).
 static int chosen_index(int m, int n, int k, bf16 const* A, int lda, bf16 const* C, int ldc) {
   int const clusters = std::max(1, gemm::multiprocessor_count() / kClusterSize);
   TileShape const plan = choose_tile(kPlanShapes, m, n, k, clusters, [&](TileShape candidate) {
