@@ -372,6 +372,22 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
     claim_registers<T::kConsumerRegisters>();
     int const consumer = WgmmaIssue::consumer_index(warpgroup);
     __shared__ int last_slice[kConsumers];  // the leader's count, for its warpgroup
+    // The slice of a split tile (step 25) that holds `part` of this block's tile: this consumer's
+    // 64 columns, or box `part` of a tile in turn. Slots and counters go per part; a tile's slices
+    // sit kClusterSize x kConsumers slots apart, and slice j of tail tile r is cluster r x splits
+    // + j's (unit_of).
+    auto const tail_slice = [&](Unit const& unit, int part) {
+      std::size_t const slot_stride = kClusterSize * kConsumers;
+      std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + part;
+      std::size_t const first_slot =
+          unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + part;
+      int* const counter = counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + part;
+      return TailSlice{partials,        own_slot,
+                       first_slot,      slot_stride,
+                       schedule.splits, cluster % schedule.splits,
+                       counter,         &last_slice[consumer],
+                       1 + consumer};
+    };
     PipelineState<kStages> read;
     PipelineState<kStages> release;
     int groups = 0;  // groups of C rows this consumer has staged so far: picks the buffer
@@ -424,19 +440,10 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
         auto const finish_box = [&](float(&acc)[kBM / 2], int box) {
           int const first_col = tile_n * kBN + box * kBoxN;
           if (unit.tail_tile >= 0) {
-            std::size_t const slot_stride = kClusterSize * kConsumers;
-            std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + box;
-            std::size_t const first_slot =
-                unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + box;
-            int* const counter =
-                counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + box;
-            TailSlice const slice{partials,        own_slot,
-                                  first_slot,      slot_stride,
-                                  schedule.splits, cluster % schedule.splits,
-                                  counter,         &last_slice[consumer],
-                                  1 + consumer};
             OutputTile const output{C, ldc, m, n, alpha, beta, tile_m * kBM, first_col};
-            if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) return;
+            if (!SplitHandOver::template finish<kBM / 2>(tail_slice(unit, box), output, acc)) {
+              return;
+            }
           }
           CSource::template store<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
                                                   consumer, C, ldc, m, n, alpha, beta, tile_m * kBM,
@@ -470,22 +477,9 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
               }
             });
         if (unit.tail_tile >= 0) {
-          // A slice (step 25): slots kClusterSize x kConsumers apart for the slices of a tile.
-          std::size_t const slot_stride = kClusterSize * kConsumers;
-          std::size_t const own_slot = cluster * slot_stride + rank * kConsumers + consumer;
-          std::size_t const first_slot =
-              unit.tail_tile * schedule.splits * slot_stride + rank * kConsumers + consumer;
-          int* const counter =
-              counters + (unit.tail_tile * kClusterSize + rank) * kConsumers + consumer;
-          // Slice j of tail tile r is cluster r x splits + j's (unit_of).
-          TailSlice const slice{partials,        own_slot,
-                                first_slot,      slot_stride,
-                                schedule.splits, cluster % schedule.splits,
-                                counter,         &last_slice[consumer],
-                                1 + consumer};
           OutputTile const output{
               C, ldc, m, n, alpha, beta, tile_m * kBM, tile_n * kBN + consumer * kBoxN};
-          if (!SplitHandOver::template finish<kBM / 2>(slice, output, acc)) {
+          if (!SplitHandOver::template finish<kBM / 2>(tail_slice(unit, consumer), output, acc)) {
             continue;  // nothing more for this warpgroup to do on the tile
           }
         }
