@@ -454,9 +454,6 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
       }
     } else {
       for (int index = 0; unit_of(schedule, cluster, index, unit); ++index) {
-        int tile_m = 0;
-        int tile_n = 0;
-        tile_of(unit.tile, tile_m, tile_n);
         // acc holds C^T: this consumer's 64 columns of C as wgmma's M, the tile's kBM rows as N.
         float acc[kBM / 2];
 #pragma unroll
@@ -471,11 +468,22 @@ __global__ void __cluster_dims__(kClusterSize, 1, 1) __launch_bounds__(128 * (1 
             },
             [&] {
               if (whole_tile) {
+                int tile_m = 0;
+                int tile_n = 0;
+                tile_of(unit.tile, tile_m, tile_n);
                 CSource::template prefetch<kBM, kEpilogue>(&c_map, shared.staging[consumer], groups,
                                                            consumer, beta, tile_m * kBM,
                                                            tile_n * kBN + consumer * kBoxN);
               }
             });
+        // Where the tile lies is worked out after its k loop, and in the prefetch above, which
+        // needs it early, rather than held across the loop. Held there, the position of
+        // kStackedOddRowSide's tiles led ptxas to keep the whole schedule, and with it each k
+        // tile's wgmma descriptors, in vector registers instead of uniform ones (the SASS and
+        // its cost: docs/results/notebooks/48_tiles_in_turn.md).
+        int tile_m = 0;
+        int tile_n = 0;
+        tile_of(unit.tile, tile_m, tile_n);
         if (unit.tail_tile >= 0) {
           OutputTile const output{
               C, ldc, m, n, alpha, beta, tile_m * kBM, tile_n * kBN + consumer * kBoxN};
