@@ -67,11 +67,45 @@ __device__ __forceinline__ void produce(StageRing<Storage> const& ring, CUtensor
   }
 }
 
-// A consumer warpgroup's walk over k tiles [k_begin, k_end): wait until the stage is full, let
-// `issue(stage)` issue its wgmma, commit them, and keep one group running while the previous
-// stage is handed back to every block of the cluster (one arrival per warp). The last stage is
-// handed back once all the wgmma are done. `after_first_commit()` runs once, while the first k
-// tile's wgmma run (step 45 asks for C there).
+// Hands a consumed stage back to every block of the cluster (one arrival per warp).
+template <int kClusterSize, class Storage>
+__device__ __forceinline__ void release_stage_to_cluster(
+    StageRing<Storage> const& ring, PipelineState<StageRing<Storage>::kStages>& release) {
+  if (threadIdx.x % 32 == 0) {
+    for (unsigned rank = 0; rank < kClusterSize; ++rank) {
+      mbarrier_arrive_cluster(ring.empty(release.stage), rank);
+    }
+  }
+  release.advance();
+}
+
+// A consumer warpgroup's walk over k tiles [k_begin, k_end), at least one: wait until the stage
+// is full, let `issue(stage)` issue its wgmma, commit them, and keep one group running while the
+// previous stage is handed back. The last stage is handed back once all the wgmma are done.
+template <int kClusterSize, class Storage, class Issue>
+__device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, int k_begin,
+                                                int k_end,
+                                                PipelineState<StageRing<Storage>::kStages>& read,
+                                                PipelineState<StageRing<Storage>::kStages>& release,
+                                                Issue&& issue) {
+  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, read.advance()) {
+    mbarrier_wait(ring.full(read.stage), read.phase);
+    wgmma_fence();
+    issue(read.stage);
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (k_tile > k_begin) release_stage_to_cluster<kClusterSize>(ring, release);
+  }
+  wgmma_wait<0>();
+  release_stage_to_cluster<kClusterSize>(ring, release);
+}
+
+// The same with `after_first_commit()` run once, while the first k tile's wgmma run (step 45 asks
+// for C there). The first k tile is written out ahead of the loop, so that the hook is no branch
+// in every k tile's path (with it inside, ptxas kept the loop's wgmma descriptors in ordinary
+// registers in some kernels). The function above keeps its single loop: written out the same way
+// for the tiles in turn (step 48), ptxas waits for their wgmma before issuing more (its warning
+// C7517).
 template <int kClusterSize, class Storage, class Issue, class AfterFirstCommit>
 __device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, int k_begin,
                                                 int k_end,
@@ -79,36 +113,22 @@ __device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, 
                                                 PipelineState<StageRing<Storage>::kStages>& release,
                                                 Issue&& issue,
                                                 AfterFirstCommit&& after_first_commit) {
-  bool const lane_zero = threadIdx.x % 32 == 0;
-  auto const release_stage = [&]() {
-    if (lane_zero) {
-      for (unsigned rank = 0; rank < kClusterSize; ++rank) {
-        mbarrier_arrive_cluster(ring.empty(release.stage), rank);
-      }
-    }
-    release.advance();
-  };
-  for (int k_tile = k_begin; k_tile < k_end; ++k_tile, read.advance()) {
+  mbarrier_wait(ring.full(read.stage), read.phase);
+  wgmma_fence();
+  issue(read.stage);
+  wgmma_commit();
+  after_first_commit();
+  read.advance();
+  for (int k_tile = k_begin + 1; k_tile < k_end; ++k_tile, read.advance()) {
     mbarrier_wait(ring.full(read.stage), read.phase);
     wgmma_fence();
     issue(read.stage);
     wgmma_commit();
-    if (k_tile == k_begin) after_first_commit();
     wgmma_wait<1>();
-    if (k_tile > k_begin) release_stage();
+    release_stage_to_cluster<kClusterSize>(ring, release);
   }
   wgmma_wait<0>();
-  release_stage();
-}
-
-// The same with nothing to do after the first commit.
-template <int kClusterSize, class Storage, class Issue>
-__device__ __forceinline__ void consume_k_range(StageRing<Storage> const& ring, int k_begin,
-                                                int k_end,
-                                                PipelineState<StageRing<Storage>::kStages>& read,
-                                                PipelineState<StageRing<Storage>::kStages>& release,
-                                                Issue&& issue) {
-  consume_k_range<kClusterSize>(ring, k_begin, k_end, read, release, issue, [] {});
+  release_stage_to_cluster<kClusterSize>(ring, release);
 }
 
 }  // namespace gemm::hopper
